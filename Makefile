@@ -1,0 +1,7 @@
+.PHONY: run test bench
+
+run:
+	go run ./cmd/wsserver
+
+test:
+	./scripts/test.sh
