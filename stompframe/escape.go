@@ -1,0 +1,101 @@
+package stompframe
+
+import "strings"
+
+// escapes reports whether headers of a frame with this command are escaped
+// in version v. STOMP 1.2 (Value Encoding): CONNECT and CONNECTED frames
+// are exempt so that 1.0 peers can read them; STOMP is an alias of CONNECT.
+func escapes(v Version, command string) bool {
+	if v < V11 {
+		return false
+	}
+	switch command {
+	case CommandConnect, CommandStomp, CommandConnected:
+		return false
+	}
+	return true
+}
+
+// checkEscapes verifies that every backslash in b starts an escape sequence
+// defined in version v (v is V11 or V12). It returns the offset of the first
+// bad backslash, or -1.
+func checkEscapes(b []byte, v Version) int {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' {
+			continue
+		}
+		if i+1 == len(b) {
+			return i
+		}
+		switch b[i+1] {
+		case '\\', 'n', 'c':
+		case 'r':
+			if v < V12 {
+				return i
+			}
+		default:
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// unescape decodes the escape sequences of s, which checkEscapes accepted.
+// It returns s itself when there is nothing to decode.
+func unescape(s string) string {
+	i := strings.IndexByte(s, '\\')
+	if i < 0 {
+		return s
+	}
+	b := make([]byte, 0, len(s)-1)
+	b = append(b, s[:i]...)
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			i++
+			switch s[i] {
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 'c':
+				c = ':'
+			default: // '\\'
+				c = s[i]
+			}
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// appendEscaped appends s to dst with the escapes of version v applied.
+func appendEscaped(dst []byte, s string, v Version) []byte {
+	if v < V11 {
+		return append(dst, s...)
+	}
+	start := 0
+	for i := 0; i < len(s); i++ {
+		var esc byte
+		switch s[i] {
+		case '\\':
+			esc = '\\'
+		case '\n':
+			esc = 'n'
+		case ':':
+			esc = 'c'
+		case '\r':
+			if v < V12 {
+				continue // 1.1 has no escape for CR
+			}
+			esc = 'r'
+		default:
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		dst = append(dst, '\\', esc)
+		start = i + 1
+	}
+	return append(dst, s[start:]...)
+}
