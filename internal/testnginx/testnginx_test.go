@@ -1,0 +1,93 @@
+package testnginx
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// minimal returns a configuration that answers every request with body on
+// 127.0.0.1:port, keeping every file inside the prefix directory.
+func minimal(port int, body string) string {
+	return `
+pid nginx.pid;
+error_log error.log;
+events { worker_connections 64; }
+http {
+    access_log access.log;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    server {
+        listen 127.0.0.1:` + strconv.Itoa(port) + `;
+        location / { return 200 "` + body + `"; }
+    }
+}
+`
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	port := FreePort(t)
+	if err := Check(t, []byte(minimal(port, "ok"))); err != nil {
+		t.Fatalf("Check(valid configuration) = %v, want nil", err)
+	}
+	err := Check(t, []byte("events {}\nhttp { server { listen 127.0.0.1:1; bogus_directive on; } }\n"))
+	if err == nil || !strings.Contains(err.Error(), "bogus_directive") {
+		t.Fatalf("Check(invalid configuration) = %v, want an error naming bogus_directive", err)
+	}
+}
+
+func TestStart(t *testing.T) {
+	t.Parallel()
+	s := Start(t, []byte(minimal(FreePort(t), "hello from nginx")))
+	resp, err := http.Get(s.URL + "/")
+	if err != nil {
+		t.Fatalf("GET / = %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "hello from nginx" {
+		t.Fatalf("GET / = %d %q, want 200 %q", resp.StatusCode, body, "hello from nginx")
+	}
+	s.Stop()
+	s.Stop() // idempotent
+	if _, err := http.Get(s.URL + "/"); err == nil {
+		t.Fatalf("GET / after Stop succeeded, want a connection error")
+	}
+	if got := s.ReadFile("access.log"); !strings.Contains(got, `"GET / HTTP/1.1" 200`) {
+		t.Errorf("access.log = %q, want the GET / request", got)
+	}
+}
+
+func TestListenAddr(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		conf, want string
+	}{
+		{"  listen 8080;", "127.0.0.1:8080"},
+		{"listen 127.0.0.2:81 default_server;", "127.0.0.2:81"},
+		{"listen *:82;", "127.0.0.1:82"},
+		{"listen [::1]:83;", "[::1]:83"},
+		{"# listen 1;\n    listen 84;\nlisten 85;", "127.0.0.1:84"},
+	}
+	for _, tt := range tests {
+		got, err := listenAddr([]byte(tt.conf))
+		if err != nil || got != tt.want {
+			t.Errorf("listenAddr(%q) = %q, %v, want %q, nil", tt.conf, got, err, tt.want)
+		}
+	}
+	if _, err := listenAddr([]byte("server {}")); err == nil {
+		t.Errorf("listenAddr(no listen) = nil error, want an error")
+	}
+}

@@ -1,0 +1,237 @@
+package nginx
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of Config, for a system install of nginx on Debian or Ubuntu.
+const (
+	DefaultListen            = "80"
+	DefaultServerName        = "_"
+	DefaultWSUpstream        = "127.0.0.1:8080"
+	DefaultAPIUpstream       = "127.0.0.1:9000"
+	DefaultWSPath            = "/ws"
+	DefaultReadTimeout       = 75 * time.Second
+	DefaultHeartBeat         = 10 * time.Second
+	DefaultWorkerConnections = 4096
+	DefaultUser              = "www-data"
+	DefaultPIDFile           = "/run/nginx.pid"
+	DefaultErrorLog          = "/var/log/nginx/error.log"
+	DefaultAccessLog         = "/var/log/nginx/access.log"
+)
+
+// Config says where the rendered nginx configuration listens, where it
+// sends requests and where it keeps its files. The zero Config renders the
+// configuration for a system install: nginx on port 80 in front of one
+// wsserver on 127.0.0.1:8080 and the API on 127.0.0.1:9000.
+//
+// Render always produces a complete nginx.conf (main context, events{} and
+// http{} with one server{}), meant for `nginx -c`.
+type Config struct {
+	// Listen is the address of the listen directive: a port ("80") or
+	// host:port ("127.0.0.1:8081", "[::1]:80"). Default "80", every IPv4
+	// address.
+	Listen string
+	// ServerName is the server_name: one or more names separated by
+	// spaces. Default "_", which matches no real host name, so the server
+	// answers whatever Host the client sends.
+	ServerName string
+	// WSUpstreams are the wsserver instances, each host:port, in the
+	// stompgate_ws upstream. Empty means [DefaultWSUpstream].
+	WSUpstreams []string
+	// APIUpstreams are the application's HTTP API servers, each host:port,
+	// in the stompgate_api upstream. Empty means [DefaultAPIUpstream].
+	APIUpstreams []string
+	// WSPath is the WebSocket endpoint. It always gets a location with the
+	// WebSocket proxy settings, limited or not by the policy; a policy route
+	// on it must use the ws upstream. Default "/ws".
+	WSPath string
+	// ReadTimeout is proxy_read_timeout and proxy_send_timeout on WebSocket
+	// locations: how long a tunnel may stay silent before nginx closes it.
+	// STOMP heart-beats keep a healthy session talking every HeartBeat, so
+	// ReadTimeout must exceed HeartBeat; the default 75s leaves room for
+	// several lost heart-beats and is above nginx's own 60s default. Zero
+	// means the default; negative is an error. It is rendered in whole
+	// milliseconds.
+	ReadTimeout time.Duration
+	// HeartBeat is the wsserver's STOMP heart-beat interval, used only to
+	// check ReadTimeout. Zero means DefaultHeartBeat, the server's default;
+	// negative is an error.
+	HeartBeat time.Duration
+	// WorkerConnections is worker_connections: the open connections one
+	// worker may hold. A proxied WebSocket holds two (client and upstream),
+	// so the default 4096 carries about 2000 sockets per worker.
+	// worker_rlimit_nofile is rendered as twice this value. Zero means the
+	// default; negative is an error.
+	WorkerConnections int
+	// User is the user directive, the account nginx's workers run as when
+	// the master starts as root. Default "www-data".
+	User string
+	// PIDFile is the pid directive. Default "/run/nginx.pid". A relative
+	// path is relative to nginx's prefix (-p).
+	PIDFile string
+	// ErrorLog is the error_log file, or "stderr". Default
+	// "/var/log/nginx/error.log". It logs at warn, the level limit_req
+	// rejections are logged at.
+	ErrorLog string
+	// AccessLog is the access_log file, or "off". Default
+	// "/var/log/nginx/access.log".
+	AccessLog string
+	// TempPath, when set, is a directory under which the *_temp_path
+	// directories are rendered (client_body_temp, proxy_temp, and the
+	// unused fastcgi, uwsgi and scgi ones, which nginx creates anyway).
+	// Empty leaves nginx's compiled-in paths (/var/lib/nginx/... on Debian).
+	// Tests set it to keep nginx inside a temporary directory.
+	TempPath string
+}
+
+// withDefaults returns a copy of c with zero fields set to their defaults,
+// or an error naming the first invalid setting.
+func (c Config) withDefaults() (Config, error) {
+	if c.Listen == "" {
+		c.Listen = DefaultListen
+	}
+	if c.ServerName == "" {
+		c.ServerName = DefaultServerName
+	}
+	if len(c.WSUpstreams) == 0 {
+		c.WSUpstreams = []string{DefaultWSUpstream}
+	}
+	if len(c.APIUpstreams) == 0 {
+		c.APIUpstreams = []string{DefaultAPIUpstream}
+	}
+	if c.WSPath == "" {
+		c.WSPath = DefaultWSPath
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.HeartBeat == 0 {
+		c.HeartBeat = DefaultHeartBeat
+	}
+	if c.WorkerConnections == 0 {
+		c.WorkerConnections = DefaultWorkerConnections
+	}
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if c.PIDFile == "" {
+		c.PIDFile = DefaultPIDFile
+	}
+	if c.ErrorLog == "" {
+		c.ErrorLog = DefaultErrorLog
+	}
+	if c.AccessLog == "" {
+		c.AccessLog = DefaultAccessLog
+	}
+	c.WSUpstreams = append([]string(nil), c.WSUpstreams...)
+	c.APIUpstreams = append([]string(nil), c.APIUpstreams...)
+	return c, c.validate()
+}
+
+var (
+	// wordRE is what a value rendered bare into the configuration may hold:
+	// nothing that nginx's parser treats as syntax (space, ; { } quotes $ #
+	// and backslash).
+	wordRE       = regexp.MustCompile(`^[A-Za-z0-9_.:/@%+,=~*\[\]-]+$`)
+	serverNameRE = regexp.MustCompile(`^[A-Za-z0-9_.*~^:\[\]-]+( [A-Za-z0-9_.*~^:\[\]-]+)*$`)
+	wsPathRE     = regexp.MustCompile(`^/[A-Za-z0-9._~/-]*$`)
+	hostRE       = regexp.MustCompile(`^[A-Za-z0-9.:-]+$`)
+)
+
+// validate checks a Config whose defaults are filled.
+func (c Config) validate() error {
+	if err := checkListen(c.Listen); err != nil {
+		return err
+	}
+	if !serverNameRE.MatchString(c.ServerName) {
+		return configErrorf("ServerName %q is not a list of host names", c.ServerName)
+	}
+	for _, u := range c.WSUpstreams {
+		if err := checkHostPort(u); err != nil {
+			return configErrorf("WSUpstreams %q: %v", u, err)
+		}
+	}
+	for _, u := range c.APIUpstreams {
+		if err := checkHostPort(u); err != nil {
+			return configErrorf("APIUpstreams %q: %v", u, err)
+		}
+	}
+	if !wsPathRE.MatchString(c.WSPath) || strings.Contains(c.WSPath, "//") {
+		return configErrorf("WSPath %q is not a path of letters, digits and -._~/", c.WSPath)
+	}
+	switch {
+	case c.HeartBeat < 0:
+		return configErrorf("HeartBeat %v is negative", c.HeartBeat)
+	case c.ReadTimeout < 0:
+		return configErrorf("ReadTimeout %v is negative", c.ReadTimeout)
+	case c.ReadTimeout <= c.HeartBeat:
+		return configErrorf("ReadTimeout %v must exceed HeartBeat %v, or idle sessions are cut between heart-beats", c.ReadTimeout, c.HeartBeat)
+	case c.ReadTimeout%time.Millisecond != 0:
+		return configErrorf("ReadTimeout %v is not a whole number of milliseconds", c.ReadTimeout)
+	}
+	if c.WorkerConnections < 0 {
+		return configErrorf("WorkerConnections %d is negative", c.WorkerConnections)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"User", c.User},
+		{"PIDFile", c.PIDFile},
+		{"ErrorLog", c.ErrorLog},
+		{"AccessLog", c.AccessLog},
+	} {
+		if !wordRE.MatchString(f.value) {
+			return configErrorf("%s %q contains characters nginx would parse as syntax", f.name, f.value)
+		}
+	}
+	if c.TempPath != "" && !wordRE.MatchString(c.TempPath) {
+		return configErrorf("TempPath %q contains characters nginx would parse as syntax", c.TempPath)
+	}
+	return nil
+}
+
+// checkListen accepts a port or host:port.
+func checkListen(s string) error {
+	if checkPort(s) == nil {
+		return nil
+	}
+	if err := checkHostPort(s); err != nil {
+		return configErrorf("Listen %q: %v", s, err)
+	}
+	return nil
+}
+
+// checkHostPort accepts host:port with a plain host name or IP address. Its
+// errors carry no prefix; the caller names the setting.
+func checkHostPort(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return errors.New("want host:port")
+	}
+	if host == "" || !hostRE.MatchString(host) {
+		return fmt.Errorf("host %q is not a host name or IP address", host)
+	}
+	return checkPort(port)
+}
+
+// checkPort accepts a decimal port between 1 and 65535.
+func checkPort(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != s {
+		return fmt.Errorf("port %q is not between 1 and 65535", s)
+	}
+	return nil
+}
+
+// duration renders d in nginx time syntax, whole seconds when possible.
+func duration(d time.Duration) string {
+	if d%time.Second == 0 {
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
+	}
+	return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
+}

@@ -1,0 +1,49 @@
+// Package nginx renders the nginx configuration that stands in front of
+// stompgate, from the same policy.Policy the wsserver's handshake limiter
+// enforces, so the limits in front and behind can never drift apart.
+//
+// nginx limits what it can see at almost no cost: the HTTP API and the
+// WebSocket handshake, per client IP, with ngx_http_limit_req_module. After
+// the upgrade the connection is an opaque tunnel, so the STOMP message
+// limit stays in the server.
+//
+// # What Render produces
+//
+// Render returns a complete nginx.conf for `nginx -c`: main context,
+// events{} and http{} with one server{}. The shipped stompgate.conf is
+// Render(policy.Default(), Config{}); a test fails when the two differ, and
+// `go test ./nginx -run TestRenderGolden -update` rewrites it.
+//
+//   - One limit_req_zone per policy zone, keyed by $binary_remote_addr, or
+//     for a zone limited to one method by a map of $request_method that is
+//     empty for other methods: nginx does not count requests with an empty
+//     key, and limit_req is not allowed inside if.
+//   - One location per route path: "= /path" for fixed paths and an
+//     anchored regular expression for paths with {name} segments, each with
+//     limit_req zone=<name> burst=<n> nodelay. nodelay serves a burst at
+//     once instead of spacing it out at the rate, which would hold
+//     WebSocket handshakes open for seconds. Requests no route matches go to
+//     the API, unlimited.
+//   - limit_req_status 429 and limit_req_log_level warn. A refused request
+//     is sent (error_page) to a named location that answers
+//     {"error":"too_many_requests","retry_after":N} as application/json
+//     with Retry-After: N. N is ceil(1000/Rate) seconds, the time in which
+//     the zone earns one request back, at least 1; a location limited by
+//     several zones announces the largest. The header's value comes from a
+//     map of $limit_req_status (nginx 1.17.6 or later) that is empty unless
+//     the request was REJECTED, so no other response carries it.
+//   - The WebSocket locations proxy to upstream stompgate_ws (least_conn,
+//     since sessions are long-lived) with HTTP/1.1, the Upgrade and
+//     Connection headers, Host, X-Real-IP and X-Forwarded-For, read and send
+//     timeouts above the STOMP heart-beat interval, and no buffering. API
+//     locations proxy to stompgate_api with keep-alive connections.
+//
+// # Limits of the front
+//
+// The key is the address nginx sees. Behind a load balancer, configure
+// ngx_http_realip_module so that $binary_remote_addr is the client's.
+// Fixed paths match exactly: "/rooms/" is not "/rooms", and a route for
+// GET does not count HEAD. The wsserver enforces the handshake limit itself
+// as well, so a request that slips past nginx, or a deployment without it,
+// is still held to the same numbers.
+package nginx
