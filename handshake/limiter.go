@@ -1,0 +1,221 @@
+package handshake
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultRetryInterval is the default Config.RetryInterval.
+const DefaultRetryInterval = time.Second
+
+// failClosedRetryAfter is the RetryAfter of a refusal made because Redis is
+// down and Config.FailClosed is set: the client may try again once the next
+// probe could have found Redis back.
+const failClosedRetryAfter = time.Second
+
+// Observer is told about every decision and every change of store, for
+// metrics. Its methods are called synchronously on the request's goroutine
+// and must be fast and safe for concurrent use.
+type Observer interface {
+	// Decision reports a decision and how long it took, fallback included.
+	Decision(r Result, elapsed time.Duration)
+	// StoreError reports that a store (StoreRedis) failed a call.
+	StoreError(store string, err error)
+	// Fallback reports entering (true) or leaving (false) fallback mode.
+	Fallback(active bool)
+}
+
+// Config configures a Limiter. The zero value works: decisions are made in
+// process memory only.
+type Config struct {
+	// Redis is the primary store. Nil means no Redis: Memory decides alone.
+	Redis *RedisStore
+	// Memory is the in-process store: the only store without Redis, the
+	// fallback with it. Nil means a MemoryStore with the default
+	// MemoryConfig (and Now, if set).
+	Memory *MemoryStore
+	// FailClosed makes the Limiter refuse every request while Redis is
+	// down (Result.Store StoreNone, RetryAfter 1s) instead of deciding in
+	// Memory. The default, false, fails open to Memory: each instance then
+	// enforces the limit on the traffic it sees.
+	FailClosed bool
+	// RetryInterval is how often, at most, one request tries Redis again
+	// while in fallback mode; the others are decided without touching
+	// Redis. Zero means DefaultRetryInterval; negative is an error.
+	RetryInterval time.Duration
+	// Logger receives a Warn when fallback mode starts and an Info when it
+	// ends; nothing per request. Nil means slog.Default().
+	Logger *slog.Logger
+	// Observer, if not nil, is told about decisions, store errors and
+	// fallback changes.
+	Observer Observer
+	// Now is the clock used for RetryInterval and elapsed times. Nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Limiter is the Store the middleware uses: Redis when it answers, the
+// in-process MemoryStore (or a refusal, with FailClosed) when it does not.
+//
+// On a Redis error or timeout (RedisConfig.Timeout, 50ms by default) the
+// Limiter enters fallback mode: it logs once, notifies the Observer and
+// decides in memory. While in fallback, one request per RetryInterval tries
+// Redis again; the first success leaves fallback mode. No decision waits
+// longer than one Redis timeout. A request whose own context ends is not a
+// Redis failure: Allow returns the context's error.
+//
+// A Limiter is safe for concurrent use. Create it with New.
+type Limiter struct {
+	redis         *RedisStore
+	memory        *MemoryStore
+	failClosed    bool
+	retryInterval time.Duration
+	logger        *slog.Logger
+	observer      Observer
+	now           func() time.Time
+
+	// fallback is set while Redis is considered down.
+	fallback atomic.Bool
+	// nextProbe is the time (Unix ns) from which, in fallback mode, the
+	// next request may try Redis; the request that advances it probes.
+	nextProbe atomic.Int64
+}
+
+// New returns a Limiter configured by cfg.
+func New(cfg Config) (*Limiter, error) {
+	if cfg.RetryInterval < 0 {
+		return nil, configErrorf("Config.RetryInterval %v is negative", cfg.RetryInterval)
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = DefaultRetryInterval
+	}
+	if cfg.Memory == nil {
+		m, err := NewMemoryStore(MemoryConfig{Now: cfg.Now})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Memory = m
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Limiter{
+		redis:         cfg.Redis,
+		memory:        cfg.Memory,
+		failClosed:    cfg.FailClosed,
+		retryInterval: cfg.RetryInterval,
+		logger:        cfg.Logger,
+		observer:      cfg.Observer,
+		now:           cfg.Now,
+	}, nil
+}
+
+// Allow decides one request for key under l. It returns an error only for
+// an empty key, an invalid limit, or when ctx ended; Redis failures are
+// handled by falling back.
+func (l *Limiter) Allow(ctx context.Context, key string, lim Limit) (Result, error) {
+	if key == "" {
+		return Result{}, ErrEmptyKey
+	}
+	if err := lim.Validate(); err != nil {
+		return Result{}, err
+	}
+	start := l.now()
+	r, err := l.decide(ctx, key, lim, start)
+	if err != nil {
+		return Result{}, err
+	}
+	l.observer.Decision(r, l.now().Sub(start))
+	return r, nil
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.Time) (Result, error) {
+	if l.redis == nil {
+		return l.memory.Allow(ctx, key, lim)
+	}
+	if l.fallback.Load() && !l.probeDue(start) {
+		return l.fallbackDecision(ctx, key, lim)
+	}
+	r, err := l.redis.Allow(ctx, key, lim)
+	if err == nil {
+		if l.fallback.CompareAndSwap(true, false) {
+			l.logger.Info("handshake: redis answers again, leaving fallback mode")
+			l.observer.Fallback(false)
+		}
+		return r, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		// The caller gave up (client gone, server shutting down): that
+		// says nothing about Redis.
+		return Result{}, ctxErr
+	}
+	l.observer.StoreError(StoreRedis, err)
+	l.nextProbe.Store(start.Add(l.retryInterval).UnixNano())
+	if l.fallback.CompareAndSwap(false, true) {
+		mode := "deciding in process memory"
+		if l.failClosed {
+			mode = "refusing every handshake (fail closed)"
+		}
+		l.logger.Warn("handshake: redis unavailable, entering fallback mode: "+mode,
+			"err", err, "retry_interval", l.retryInterval)
+		l.observer.Fallback(true)
+	}
+	return l.fallbackDecision(ctx, key, lim)
+}
+
+// probeDue reports whether this request should try Redis while in
+// fallback mode; at most one request per RetryInterval gets true.
+func (l *Limiter) probeDue(now time.Time) bool {
+	next := l.nextProbe.Load()
+	if now.UnixNano() < next {
+		return false
+	}
+	return l.nextProbe.CompareAndSwap(next, now.Add(l.retryInterval).UnixNano())
+}
+
+func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (Result, error) {
+	if l.failClosed {
+		return Result{RetryAfter: failClosedRetryAfter, Store: StoreNone}, nil
+	}
+	return l.memory.Allow(ctx, key, lim)
+}
+
+// Ban bans key for d in memory and, when configured, in Redis, so the ban
+// holds in fallback mode too; d of zero or less lifts it. An error means
+// the Redis part failed: the ban then holds on this instance only.
+func (l *Limiter) Ban(ctx context.Context, key string, d time.Duration) error {
+	if err := l.memory.Ban(ctx, key, d); err != nil {
+		return err
+	}
+	if l.redis == nil {
+		return nil
+	}
+	if err := l.redis.Ban(ctx, key, d); err != nil {
+		if ctx.Err() == nil {
+			l.observer.StoreError(StoreRedis, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// InFallback reports whether the Limiter is in fallback mode: Redis is
+// configured but failed its last call.
+func (l *Limiter) InFallback() bool {
+	return l.fallback.Load()
+}
+
+// nopObserver is the Observer used when Config.Observer is nil.
+type nopObserver struct{}
+
+func (nopObserver) Decision(Result, time.Duration) {}
+func (nopObserver) StoreError(string, error)       {}
+func (nopObserver) Fallback(bool)                  {}

@@ -1,0 +1,134 @@
+package handshake
+
+import (
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// unknownClientKey is the key for requests whose peer is not an IP address
+// (a Unix socket without a trusted proxy in front): they share one bucket.
+const unknownClientKey = "unknown"
+
+// MiddlewareConfig configures Middleware. Limiter and Limit are required.
+type MiddlewareConfig struct {
+	// Limiter makes the decisions.
+	Limiter *Limiter
+	// Limit is the handshake zone, e.g. {Name: "ws_handshake", Rate: 3000,
+	// Burst: 5}. Its Name names the policy in the RateLimit headers.
+	Limit Limit
+	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
+	// headers are believed (see ClientIP). Nil trusts none.
+	TrustedProxies []netip.Prefix
+	// Logger receives limiter failures (not refusals, which are counted by
+	// the Limiter's Observer). Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Middleware returns a handler that rate-limits requests per client IP
+// before calling next, which is meant to be the WebSocket upgrade.
+//
+// A request over the limit gets 429 Too Many Requests with a short text
+// body, before any WebSocket work, and the headers
+//
+//	Retry-After: <seconds, rounded up, at least 1>
+//	RateLimit-Policy: "<Limit.Name>";q=<Burst+1>;w=<window seconds>
+//	RateLimit: "<Limit.Name>";r=0;t=<seconds, as Retry-After>
+//
+// in the structured-field form of draft-ietf-httpapi-ratelimit-headers
+// (revisions 08 to 11: a List of quota policies named by a String, with
+// parameters q, the quota, and w, the window, and an Item with r, the
+// remaining quota, and t, the seconds until it resets; earlier revisions'
+// RateLimit-Limit/-Remaining/-Reset fields are not sent). A leaky bucket
+// has no window: q is the burst that passes from rest and w the seconds
+// the bucket takes to drain it, rounded up. An allowed request reaches
+// next with the client address in its context (ClientIPFrom).
+func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
+	if cfg.Limiter == nil {
+		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
+	}
+	if next == nil {
+		return nil, configErrorf("Middleware: next handler is nil")
+	}
+	if err := cfg.Limit.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	name := `"` + cfg.Limit.Name + `"` // Validate excludes '"' and '\'.
+	return &middleware{
+		limiter: cfg.Limiter,
+		limit:   cfg.Limit,
+		trusted: cfg.TrustedProxies,
+		logger:  cfg.Logger,
+		next:    next,
+		name:    name,
+		policy:  name + ";q=" + strconv.Itoa(cfg.Limit.Burst+1) + ";w=" + strconv.FormatInt(windowSeconds(cfg.Limit), 10),
+	}, nil
+}
+
+type middleware struct {
+	limiter *Limiter
+	limit   Limit
+	trusted []netip.Prefix
+	logger  *slog.Logger
+	next    http.Handler
+	// name is Limit.Name as a structured-field String.
+	name string
+	// policy is the RateLimit-Policy value, computed once.
+	policy string
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ip := ClientIP(r, m.trusted)
+	key := unknownClientKey
+	if ip.IsValid() {
+		key = ip.String()
+	}
+	res, err := m.limiter.Allow(r.Context(), key, m.limit)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client is gone; nobody reads an answer
+		}
+		m.logger.Error("handshake: limiter failed", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if !res.Allowed {
+		m.refuse(w, res)
+		return
+	}
+	if ip.IsValid() {
+		r = r.WithContext(withClientIP(r.Context(), ip))
+	}
+	m.next.ServeHTTP(w, r)
+}
+
+func (m *middleware) refuse(w http.ResponseWriter, res Result) {
+	secs := strconv.FormatInt(retryAfterSeconds(res.RetryAfter), 10)
+	h := w.Header()
+	h.Set("Retry-After", secs)
+	h.Set("RateLimit-Policy", m.policy)
+	h.Set("RateLimit", m.name+";r=0;t="+secs)
+	http.Error(w, "too many requests, retry after "+secs+"s", http.StatusTooManyRequests)
+}
+
+// retryAfterSeconds rounds d up to whole seconds, at least 1: a refusal
+// never says "retry now".
+func retryAfterSeconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return max(s, 1)
+}
+
+// windowSeconds is the time an empty bucket takes to drain Burst+1
+// requests, (Burst+1)×1000/Rate seconds, rounded up, at least 1.
+func windowSeconds(l Limit) int64 {
+	n := (int64(l.Burst) + 1) * 1000
+	return max((n+l.Rate-1)/l.Rate, 1)
+}

@@ -1,0 +1,117 @@
+package handshake
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestNewUniversalClient(t *testing.T) {
+	type want struct {
+		kind     string // single, failover, cluster
+		addrs    []string
+		db       int
+		master   string
+		password string
+		tls      bool
+	}
+	tests := []struct {
+		url  string
+		want want
+	}{
+		{url: "redis://127.0.0.1:6380/2", want: want{kind: "single", addrs: []string{"127.0.0.1:6380"}, db: 2}},
+		{url: "redis://:secret@redis.internal", want: want{kind: "single", addrs: []string{"redis.internal:6379"}, password: "secret"}},
+		{url: "rediss://redis.internal:6380/0?dial_timeout=1s", want: want{kind: "single", addrs: []string{"redis.internal:6380"}, tls: true}},
+		{url: "unix:///run/redis.sock?db=3", want: want{kind: "single", addrs: []string{"/run/redis.sock"}, db: 3}},
+		{
+			url:  "redis+sentinel://:pw@s1:26379,s2:26379,s3/mymaster/1",
+			want: want{kind: "failover", addrs: []string{"s1:26379", "s2:26379", "s3:26379"}, master: "mymaster", db: 1, password: "pw"},
+		},
+		{
+			url:  "rediss+sentinel://s1:26379/mymaster?password=masterpw",
+			want: want{kind: "failover", addrs: []string{"s1:26379"}, master: "mymaster", password: "masterpw", tls: true},
+		},
+		{
+			url:  "redis+cluster://:pw@n1:7000,n2:7001,n3:7002?read_only=true",
+			want: want{kind: "cluster", addrs: []string{"n1:7000", "n2:7001", "n3:7002"}, password: "pw"},
+		},
+		{url: "rediss+cluster://n1:7000", want: want{kind: "cluster", addrs: []string{"n1:7000"}, tls: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			c, err := NewUniversalClient(tt.url)
+			if err != nil {
+				t.Fatalf("NewUniversalClient(%q) error = %v", tt.url, err)
+			}
+			defer c.Close()
+			var got want
+			var ctxTimeout bool
+			switch c := c.(type) {
+			case *redis.Client:
+				o := c.Options()
+				// A Sentinel-backed client is a *redis.Client too; its
+				// options hold the master name in Addr.
+				got = want{kind: "single", addrs: []string{o.Addr}, db: o.DB, password: o.Password, tls: o.TLSConfig != nil}
+				ctxTimeout = o.ContextTimeoutEnabled
+			case *redis.ClusterClient:
+				o := c.Options()
+				got = want{kind: "cluster", addrs: o.Addrs, password: o.Password, tls: o.TLSConfig != nil}
+				ctxTimeout = o.ContextTimeoutEnabled
+			default:
+				t.Fatalf("client type %T", c)
+			}
+			if !ctxTimeout {
+				t.Error("ContextTimeoutEnabled = false, want true")
+			}
+			if tt.want.kind == "failover" {
+				// Check what go-redis was given, through the same parser.
+				opt, err := parseSentinelURL(strings.TrimSuffix(strings.SplitN(tt.url, "://", 2)[0], "+sentinel"), strings.SplitN(tt.url, "://", 2)[1])
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = want{kind: "failover", addrs: opt.SentinelAddrs, master: opt.MasterName, db: opt.DB, password: opt.Password, tls: opt.TLSConfig != nil}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("NewUniversalClient(%q) = %+v, want %+v", tt.url, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewUniversalClientErrors(t *testing.T) {
+	tests := []struct {
+		url     string
+		wantErr string
+	}{
+		{url: "", wantErr: "handshake: -redis-url is empty"},
+		{url: "localhost:6379", wantErr: "handshake: -redis-url localhost:6379: missing scheme"},
+		{url: "http://user:hunter2@h/0", wantErr: "handshake: -redis-url http://xxxxx@h/0: unknown scheme http"},
+		{url: "redis://:hunter2@h:notaport/0", wantErr: "handshake: -redis-url redis://xxxxx@h:notaport/0: invalid port"},
+		{url: "redis+sentinel://:hunter2@s1:26379", wantErr: "handshake: -redis-url redis+sentinel://xxxxx@s1:26379: path must be /master or /master/db"},
+		{url: "redis+sentinel://s1/m/x", wantErr: `handshake: -redis-url redis+sentinel://s1/m/x: redis: invalid database number: "x"`},
+		{url: "redis+cluster://n1:7000/3", wantErr: "handshake: -redis-url redis+cluster://n1:7000/3: cluster URLs take no path"},
+		{url: "redis+cluster://", wantErr: "handshake: -redis-url redis+cluster://: no host"},
+		{url: "redis://h/0?bogus=1", wantErr: "handshake: -redis-url redis://h/0?bogus=1: redis: unexpected option: bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			c, err := NewUniversalClient(tt.url)
+			if err == nil {
+				c.Close()
+				t.Fatalf("NewUniversalClient(%q) error = nil, want %q", tt.url, tt.wantErr)
+			}
+			if !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Errorf("NewUniversalClient(%q) error = %q, want prefix %q", tt.url, err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q repeats the password", err)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("errors.Is(%v, ErrInvalidConfig) = false, want true", err)
+			}
+		})
+	}
+}
