@@ -1,0 +1,89 @@
+// Package metrics holds stompgate's Prometheus collectors, its alerting
+// rules (alerts.yml, unit-tested by alerts_test.yml with promtool test
+// rules) and its Grafana dashboard (dashboard.json).
+//
+// New builds every collector on a registerer it is given; the package has
+// no global collectors and never touches prometheus.DefaultRegisterer.
+// NewRegistry returns a registry with the Go runtime and process collectors
+// already on it, for the server binary. Every label value is resolved in
+// New, so the methods called per frame pick a pre-resolved counter with a
+// switch or an index and add to it: no allocation, no lock, no map.
+//
+// # Labels
+//
+// Every label has a fixed set of values, and anything outside it is
+// counted as "other", so no input can create a series:
+//
+//   - command: the STOMP 1.2 client commands CONNECT, STOMP, SEND,
+//     SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT, DISCONNECT.
+//   - reason, result, kind: the constants of CloseReason, DropReason and
+//     HandshakeResult, and the strings of ProtocolErrorKinds.
+//   - store: "redis" or "memory".
+//   - destination_prefix: one of Config.DestinationPrefixes.
+//
+// Sessions, principals, client addresses and raw destinations are never
+// label values.
+//
+// # Metrics
+//
+// Sessions:
+//
+//   - stompgate_sessions_active (gauge): sessions open now.
+//   - stompgate_sessions_opened_total: sessions opened.
+//   - stompgate_sessions_closed_total{reason}: sessions closed, by reason
+//     (normal, protocol_error, slow_consumer, heartbeat_timeout,
+//     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
+//     client_gone, other).
+//   - stompgate_panics_recovered_total: panics recovered at the session
+//     boundary.
+//
+// Inbound frames through the interceptor chain:
+//
+//   - stompgate_frames_received_total{command}: frames that entered the
+//     chain.
+//   - stompgate_frames_passed_total{command}: frames that passed every
+//     stage; only these are throughput.
+//   - stompgate_frames_dropped_total{command,reason}: frames a stage
+//     dropped: rate_limit (the session limiter, silently), rejected (an
+//     authentication, permission or abuse stage), other.
+//   - stompgate_protocol_error_closes_total{kind}: sessions closed with an
+//     ERROR frame, by kind of violation.
+//
+// Every inbound frame is accounted for exactly once, for each command:
+//
+//	received = passed + dropped (summed over reasons)
+//
+// The caller keeps the identity by calling FrameReceived once per frame and
+// then exactly one of FramePassed or FrameDropped. The drop ratio the
+// alerts and the dashboard show is dropped / received.
+//
+// Delivery:
+//
+//   - stompgate_messages_delivered_total{destination_prefix}: MESSAGE
+//     frames queued to subscribers, one per subscriber.
+//   - stompgate_slow_consumer_disconnects_total: sessions closed because
+//     their outbound queue was full.
+//
+// Handshakes and the per-IP handshake limiter:
+//
+//   - stompgate_handshakes_total{result}: WebSocket upgrade requests by
+//     result (accepted, rejected_limit, rejected_ban, rejected_origin,
+//     rejected_shutdown, store_error, upgrade_failed, other).
+//   - stompgate_handshake_limiter_decision_seconds{store} (histogram): time
+//     to decide one request, buckets from 50µs to 250ms
+//     (LimiterDecisionBuckets).
+//   - stompgate_handshake_limiter_store_errors_total{store}: failed store
+//     calls.
+//   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
+//     runs on its in-process store because Redis is unreachable, else 0.
+//
+// # Alerts
+//
+// alerts.yml raises StompgateHighFrameDropRatio (more than 20% of frames
+// dropped for 5m), StompgateHandshakeRejectionSpike (more than half of
+// handshakes, and over 1/s, rejected for 5m),
+// StompgateHandshakeLimiterFallback (an instance on its fallback store for
+// 1m), StompgateSlowConsumerDisconnects (more than 10 in 10m),
+// StompgateHandshakeLimiterSlow (limiter p99 above 50ms for 5m) and
+// StompgatePanicsRecovered.
+package metrics

@@ -1,0 +1,237 @@
+package metrics
+
+// The command label of the frame metrics takes one of the client commands
+// of STOMP 1.2 (section "Client Frames"), spelled as on the wire, or
+// "other" for anything else: STOMP commands are case-sensitive, so "send"
+// is "other".
+const (
+	cmdOther = iota
+	cmdConnect
+	cmdStomp
+	cmdSend
+	cmdSubscribe
+	cmdUnsubscribe
+	cmdAck
+	cmdNack
+	cmdBegin
+	cmdCommit
+	cmdAbort
+	cmdDisconnect
+
+	numCommands = iota
+)
+
+var commandLabels = [numCommands]string{
+	cmdOther:       labelOther,
+	cmdConnect:     "CONNECT",
+	cmdStomp:       "STOMP",
+	cmdSend:        "SEND",
+	cmdSubscribe:   "SUBSCRIBE",
+	cmdUnsubscribe: "UNSUBSCRIBE",
+	cmdAck:         "ACK",
+	cmdNack:        "NACK",
+	cmdBegin:       "BEGIN",
+	cmdCommit:      "COMMIT",
+	cmdAbort:       "ABORT",
+	cmdDisconnect:  "DISCONNECT",
+}
+
+// commandIndex maps a frame command to its pre-resolved slot. A switch over
+// constant strings compiles to length and byte compares: no hashing, no
+// allocation.
+func commandIndex(command string) int {
+	switch command {
+	case "SEND":
+		return cmdSend
+	case "SUBSCRIBE":
+		return cmdSubscribe
+	case "UNSUBSCRIBE":
+		return cmdUnsubscribe
+	case "ACK":
+		return cmdAck
+	case "NACK":
+		return cmdNack
+	case "CONNECT":
+		return cmdConnect
+	case "STOMP":
+		return cmdStomp
+	case "BEGIN":
+		return cmdBegin
+	case "COMMIT":
+		return cmdCommit
+	case "ABORT":
+		return cmdAbort
+	case "DISCONNECT":
+		return cmdDisconnect
+	}
+	return cmdOther
+}
+
+// DropReason says why the interceptor chain dropped an inbound frame; it is
+// the reason label of stompgate_frames_dropped_total. The zero value is
+// DropOther.
+type DropReason uint8
+
+// The drop reasons. A value outside this list is counted as "other".
+const (
+	// DropOther is a reason this package does not name.
+	DropOther DropReason = iota
+	// DropRateLimit: the session limiter dropped the frame silently.
+	DropRateLimit
+	// DropRejected: a stage rejected the frame (authentication,
+	// permission, an abuse close).
+	DropRejected
+
+	numDropReasons = iota
+)
+
+var dropReasonLabels = [numDropReasons]string{
+	DropOther:     labelOther,
+	DropRateLimit: "rate_limit",
+	DropRejected:  "rejected",
+}
+
+// String returns the label value r is counted under.
+func (r DropReason) String() string {
+	if int(r) >= numDropReasons {
+		return labelOther
+	}
+	return dropReasonLabels[r]
+}
+
+// The kind label of stompgate_protocol_error_closes_total.
+const (
+	kindOther = iota
+	kindFrameTooLarge
+	kindHeaderTooLarge
+	kindMalformed
+	kindBadEscape
+	kindUnknownCommand
+	kindMissingHeader
+	kindUnsupportedVersion
+	kindNotConnected
+	kindAuth
+	kindPermission
+
+	numProtocolErrorKinds = iota
+)
+
+var protocolErrorKindLabels = [numProtocolErrorKinds]string{
+	kindOther:              labelOther,
+	kindFrameTooLarge:      "frame_too_large",
+	kindHeaderTooLarge:     "header_too_large",
+	kindMalformed:          "malformed",
+	kindBadEscape:          "bad_escape",
+	kindUnknownCommand:     "unknown_command",
+	kindMissingHeader:      "missing_header",
+	kindUnsupportedVersion: "unsupported_version",
+	kindNotConnected:       "not_connected",
+	kindAuth:               "auth",
+	kindPermission:         "permission",
+}
+
+func protocolErrorKindIndex(kind string) int {
+	switch kind {
+	case "frame_too_large":
+		return kindFrameTooLarge
+	case "header_too_large":
+		return kindHeaderTooLarge
+	case "malformed":
+		return kindMalformed
+	case "bad_escape":
+		return kindBadEscape
+	case "unknown_command":
+		return kindUnknownCommand
+	case "missing_header":
+		return kindMissingHeader
+	case "unsupported_version":
+		return kindUnsupportedVersion
+	case "not_connected":
+		return kindNotConnected
+	case "auth":
+		return kindAuth
+	case "permission":
+		return kindPermission
+	}
+	return kindOther
+}
+
+// ProtocolErrorKinds returns the kind label values ProtocolErrorClose
+// counts under their own name, "other" excluded. The slice is a fresh copy.
+func ProtocolErrorKinds() []string {
+	kinds := make([]string, 0, numProtocolErrorKinds-1)
+	for i, k := range protocolErrorKindLabels {
+		if i != kindOther {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+func (m *Metrics) buildFrames(b *builder) {
+	received := b.counterVec("stompgate_frames_received_total",
+		"Inbound STOMP frames that entered the interceptor chain, by command. "+
+			"Equals passed plus dropped.", "command")
+	passed := b.counterVec("stompgate_frames_passed_total",
+		"Inbound STOMP frames that passed every interceptor stage and reached the broker, by command.",
+		"command")
+	dropped := b.counterVec("stompgate_frames_dropped_total",
+		"Inbound STOMP frames an interceptor stage dropped, by command and reason.",
+		"command", "reason")
+	for c, cl := range commandLabels {
+		m.framesReceived[c] = received.WithLabelValues(cl)
+		m.framesPassed[c] = passed.WithLabelValues(cl)
+		for r, rl := range dropReasonLabels {
+			m.framesDropped[c][r] = dropped.WithLabelValues(cl, rl)
+		}
+	}
+	kinds := b.counterVec("stompgate_protocol_error_closes_total",
+		"Sessions closed with an ERROR frame for a protocol violation, by kind.", "kind")
+	for k, kl := range protocolErrorKindLabels {
+		m.protocolErrors[k] = kinds.WithLabelValues(kl)
+	}
+}
+
+// FrameReceived counts an inbound frame entering the interceptor chain
+// (stompgate_frames_received_total{command}). Every frame counted here must
+// later be counted exactly once more, by FramePassed or by FrameDropped, so
+// that received = passed + dropped holds per command.
+func (m *Metrics) FrameReceived(command string) {
+	if m == nil {
+		return
+	}
+	m.framesReceived[commandIndex(command)].Inc()
+}
+
+// FramePassed counts a frame that passed every stage
+// (stompgate_frames_passed_total{command}). Only passed frames are
+// throughput.
+func (m *Metrics) FramePassed(command string) {
+	if m == nil {
+		return
+	}
+	m.framesPassed[commandIndex(command)].Inc()
+}
+
+// FrameDropped counts a frame a stage dropped
+// (stompgate_frames_dropped_total{command,reason}).
+func (m *Metrics) FrameDropped(command string, reason DropReason) {
+	if m == nil {
+		return
+	}
+	if int(reason) >= numDropReasons {
+		reason = DropOther
+	}
+	m.framesDropped[commandIndex(command)][reason].Inc()
+}
+
+// ProtocolErrorClose counts a session closed with an ERROR frame
+// (stompgate_protocol_error_closes_total{kind}). kind is one of
+// ProtocolErrorKinds; any other string is counted as "other", so a caller
+// can never create a new series.
+func (m *Metrics) ProtocolErrorClose(kind string) {
+	if m == nil {
+		return
+	}
+	m.protocolErrors[protocolErrorKindIndex(kind)].Inc()
+}

@@ -1,0 +1,156 @@
+package metrics
+
+import "time"
+
+// HandshakeResult is the outcome of one WebSocket upgrade request; it is the
+// result label of stompgate_handshakes_total. The zero value is
+// HandshakeOther.
+type HandshakeResult uint8
+
+// The handshake results. A value outside this list is counted as "other".
+const (
+	// HandshakeOther is a result this package does not name.
+	HandshakeOther HandshakeResult = iota
+	// HandshakeAccepted: the upgrade went through.
+	HandshakeAccepted
+	// HandshakeRejectedLimit: the per-IP handshake limiter refused it
+	// (429 with Retry-After).
+	HandshakeRejectedLimit
+	// HandshakeRejectedBan: the client address is banned.
+	HandshakeRejectedBan
+	// HandshakeRejectedOrigin: the Origin header is not allowed.
+	HandshakeRejectedOrigin
+	// HandshakeRejectedShutdown: the server is shutting down and refuses
+	// new sessions.
+	HandshakeRejectedShutdown
+	// HandshakeStoreError: the limiter store failed and the limiter is
+	// configured to fail closed, so the request was refused.
+	HandshakeStoreError
+	// HandshakeUpgradeFailed: the request passed the limiter but the
+	// WebSocket upgrade itself failed (bad headers, unsupported
+	// subprotocol).
+	HandshakeUpgradeFailed
+
+	numHandshakeResults = iota
+)
+
+var handshakeResultLabels = [numHandshakeResults]string{
+	HandshakeOther:            labelOther,
+	HandshakeAccepted:         "accepted",
+	HandshakeRejectedLimit:    "rejected_limit",
+	HandshakeRejectedBan:      "rejected_ban",
+	HandshakeRejectedOrigin:   "rejected_origin",
+	HandshakeRejectedShutdown: "rejected_shutdown",
+	HandshakeStoreError:       "store_error",
+	HandshakeUpgradeFailed:    "upgrade_failed",
+}
+
+// String returns the label value r is counted under.
+func (r HandshakeResult) String() string {
+	if int(r) >= numHandshakeResults {
+		return labelOther
+	}
+	return handshakeResultLabels[r]
+}
+
+// The store label of the handshake limiter metrics: the store that answered
+// (or failed to answer) a decision.
+const (
+	storeOther = iota
+	storeRedis
+	storeMemory
+
+	numStores = iota
+)
+
+var storeLabels = [numStores]string{
+	storeOther:  labelOther,
+	storeRedis:  "redis",
+	storeMemory: "memory",
+}
+
+func storeIndex(store string) int {
+	switch store {
+	case "redis":
+		return storeRedis
+	case "memory":
+		return storeMemory
+	}
+	return storeOther
+}
+
+// LimiterDecisionBuckets are the upper bounds, in seconds, of
+// stompgate_handshake_limiter_decision_seconds: 50µs (an in-process
+// decision) to 250ms (a Redis round trip in trouble). 50ms is a bound so an
+// alert on a 50ms p99 reads an exact bucket edge.
+var LimiterDecisionBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005,
+	0.001, 0.0025, 0.005,
+	0.01, 0.025, 0.05,
+	0.1, 0.25,
+}
+
+func (m *Metrics) buildHandshakes(b *builder) {
+	results := b.counterVec("stompgate_handshakes_total",
+		"WebSocket upgrade requests, by result.", "result")
+	for r, l := range handshakeResultLabels {
+		m.handshakes[r] = results.WithLabelValues(l)
+	}
+	decision := b.histogramVec("stompgate_handshake_limiter_decision_seconds",
+		"Time the handshake limiter took to decide one request, by the store that answered.",
+		LimiterDecisionBuckets, "store")
+	storeErrors := b.counterVec("stompgate_handshake_limiter_store_errors_total",
+		"Handshake limiter store calls that failed, by store.", "store")
+	for s, l := range storeLabels {
+		m.limiterDecision[s] = decision.WithLabelValues(l)
+		m.limiterStoreErrors[s] = storeErrors.WithLabelValues(l)
+	}
+	m.limiterFallback = b.gauge("stompgate_handshake_limiter_fallback",
+		"1 while the handshake limiter runs on its in-process fallback store because Redis is unreachable, else 0.")
+}
+
+// Handshake counts one WebSocket upgrade request
+// (stompgate_handshakes_total{result}).
+func (m *Metrics) Handshake(result HandshakeResult) {
+	if m == nil {
+		return
+	}
+	if int(result) >= numHandshakeResults {
+		result = HandshakeOther
+	}
+	m.handshakes[result].Inc()
+}
+
+// LimiterDecision records how long the handshake limiter took to decide
+// one request (stompgate_handshake_limiter_decision_seconds{store}). store
+// is "redis" or "memory"; any other string is counted as "other". A
+// negative elapsed is recorded as 0.
+func (m *Metrics) LimiterDecision(store string, elapsed time.Duration) {
+	if m == nil {
+		return
+	}
+	m.limiterDecision[storeIndex(store)].Observe(max(elapsed, 0).Seconds())
+}
+
+// LimiterStoreError counts a failed call to a limiter store
+// (stompgate_handshake_limiter_store_errors_total{store}).
+func (m *Metrics) LimiterStoreError(store string) {
+	if m == nil {
+		return
+	}
+	m.limiterStoreErrors[storeIndex(store)].Inc()
+}
+
+// SetLimiterFallback sets stompgate_handshake_limiter_fallback to 1 while
+// the handshake limiter runs on its in-process fallback store, 0 when it is
+// back on Redis.
+func (m *Metrics) SetLimiterFallback(active bool) {
+	if m == nil {
+		return
+	}
+	if active {
+		m.limiterFallback.Set(1)
+	} else {
+		m.limiterFallback.Set(0)
+	}
+}

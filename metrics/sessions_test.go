@@ -1,0 +1,61 @@
+package metrics
+
+import "testing"
+
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	for range 5 {
+		m.SessionOpened()
+	}
+	m.SessionClosed(CloseNormal)
+	m.SessionClosed(CloseSlowConsumer)
+	m.SessionClosed(CloseReason(250))
+	m.Panic()
+
+	tests := []struct {
+		name   string
+		metric string
+		labels []string
+		want   float64
+	}{
+		{"active", "stompgate_sessions_active", nil, 2},
+		{"opened", "stompgate_sessions_opened_total", nil, 5},
+		{"closed normal", "stompgate_sessions_closed_total", []string{"reason", "normal"}, 1},
+		{"closed slow_consumer", "stompgate_sessions_closed_total", []string{"reason", "slow_consumer"}, 1},
+		{"closed out of range", "stompgate_sessions_closed_total", []string{"reason", "other"}, 1},
+		{"closed shutdown", "stompgate_sessions_closed_total", []string{"reason", "shutdown"}, 0},
+		{"panics", "stompgate_panics_recovered_total", nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := sample(t, reg, tt.metric, tt.labels...); got != tt.want {
+				t.Errorf("%s{%s} = %v, want %v", tt.metric, labelKey(tt.labels...), got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCloseReasonString(t *testing.T) {
+	t.Parallel()
+	want := map[CloseReason]string{
+		CloseOther:            "other",
+		CloseNormal:           "normal",
+		CloseProtocolError:    "protocol_error",
+		CloseSlowConsumer:     "slow_consumer",
+		CloseHeartbeatTimeout: "heartbeat_timeout",
+		CloseConnectTimeout:   "connect_timeout",
+		CloseRateLimitAbuse:   "rate_limit_abuse",
+		CloseAuthFailed:       "auth_failed",
+		CloseShutdown:         "shutdown",
+		ClosePanic:            "panic",
+		CloseClientGone:       "client_gone",
+		CloseReason(77):       "other",
+	}
+	for r, w := range want {
+		if got := r.String(); got != w {
+			t.Errorf("CloseReason(%d).String() = %q, want %q", r, got, w)
+		}
+	}
+}
