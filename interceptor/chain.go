@@ -1,0 +1,127 @@
+package interceptor
+
+import (
+	"time"
+
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Outcome is what a stage decided about one frame.
+type Outcome uint8
+
+const (
+	// Pass hands the frame to the next stage, or to the broker after the
+	// last stage.
+	Pass Outcome = iota
+	// Drop stops the chain silently: nothing is sent back, not even a
+	// RECEIPT, and the session stays open.
+	Drop
+	// Reject stops the chain and ends the session with an ERROR frame and
+	// a close.
+	Reject
+)
+
+// String returns "pass", "drop" or "reject".
+func (o Outcome) String() string {
+	switch o {
+	case Pass:
+		return "pass"
+	case Drop:
+		return "drop"
+	case Reject:
+		return "reject"
+	}
+	return "unknown"
+}
+
+// Result is a stage's answer for one frame. It is returned by value so the
+// per-frame path does not allocate; build it with Continue, DropFrame or
+// RejectFrame.
+type Result struct {
+	// Outcome is Pass, Drop or Reject.
+	Outcome Outcome
+	// Reason is a short, bounded label for a Drop or Reject ("rate_limit",
+	// "permission"). It becomes a metric label value, so it must come from
+	// a small fixed set, never from client input.
+	Reason string
+	// Message is the ERROR frame's message header for a Reject.
+	Message string
+	// Detail is the ERROR frame's body for a Reject; may be empty.
+	Detail string
+}
+
+// Continue is the Result that passes a frame on.
+func Continue() Result { return Result{} }
+
+// DropFrame returns a Result that drops the frame silently, counted under
+// reason.
+func DropFrame(reason string) Result { return Result{Outcome: Drop, Reason: reason} }
+
+// RejectFrame returns a Result that ends the session with an ERROR frame
+// whose message header is message and whose body is detail.
+func RejectFrame(reason, message, detail string) Result {
+	return Result{Outcome: Reject, Reason: reason, Message: message, Detail: detail}
+}
+
+// Stage is one step of the inbound path. Handle is called on the session's
+// reader goroutine, one frame at a time, so a stage may keep per-session
+// state in the Session without locking; state shared between sessions
+// needs its own synchronisation. now is the time the frame was read.
+//
+// The frame is only valid during the call: a stage that keeps it must
+// Clone it.
+type Stage interface {
+	Handle(s *Session, f *stompframe.Frame, now time.Time) Result
+}
+
+// Observer is told about every frame that enters the chain and every frame
+// a stage stops, so that for every session and in total
+// received = passed + dropped(reason) holds whatever the stages are. The
+// Metrics stage counts the passed ones. A nil Observer is allowed.
+type Observer interface {
+	FrameReceived(command string)
+	FrameDropped(command, reason string)
+}
+
+// Chain runs stages in order until one of them does not pass the frame.
+// The order is fixed at construction. A Chain is safe for concurrent use
+// by many sessions if its stages are.
+type Chain struct {
+	stages   []Stage
+	observer Observer
+}
+
+// NewChain returns a chain that runs stages in the given order and reports
+// received and stopped frames to obs (which may be nil). The server's
+// standard order is Principal, then SessionLimit, then Metrics; stages a
+// program adds go between SessionLimit and Metrics so that Metrics still
+// sees only frames that passed everything before it.
+func NewChain(obs Observer, stages ...Stage) *Chain {
+	return &Chain{stages: append([]Stage(nil), stages...), observer: obs}
+}
+
+// Stages returns a copy of the chain's stages in order.
+func (c *Chain) Stages() []Stage { return append([]Stage(nil), c.stages...) }
+
+// Handle passes f through every stage. It counts the frame as received on
+// s, and as dropped (with the stage's reason) when a stage drops or
+// rejects it; a stage that passes frames counts nothing itself except the
+// Metrics stage, which counts passed frames.
+func (c *Chain) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
+	s.received.Add(1)
+	if c.observer != nil {
+		c.observer.FrameReceived(f.Command)
+	}
+	for _, st := range c.stages {
+		r := st.Handle(s, f, now)
+		if r.Outcome == Pass {
+			continue
+		}
+		s.dropped.Add(1)
+		if c.observer != nil {
+			c.observer.FrameDropped(f.Command, r.Reason)
+		}
+		return r
+	}
+	return Result{}
+}

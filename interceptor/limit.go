@@ -1,0 +1,165 @@
+package interceptor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stompgate/stompgate/sessionlimit"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Banner records a temporary ban that the handshake limiter honours. The
+// handshake package's Limiter implements it; key is a client IP or
+// "principal:<name>".
+type Banner interface {
+	Ban(ctx context.Context, key string, d time.Duration) error
+}
+
+// LimitConfig configures the LimitStage. The zero value limits SEND
+// frames to 20 per 1 s fixed window per session and never escalates.
+type LimitConfig struct {
+	// Limit is the per-session limiter's configuration (algorithm, limit,
+	// window); its zero value is the fixed window, 20 per 1 s.
+	Limit sessionlimit.Config
+	// Commands are the limited commands. Default: SEND only.
+	Commands []string
+	// EscalateAfter ends a session that has had this many frames dropped
+	// within EscalateWindow, with one ERROR ("rate limit exceeded") and a
+	// close. Zero (the default) never escalates; negative is an error.
+	EscalateAfter int
+	// EscalateWindow is the period over which drops are counted for
+	// escalation. Default 10s.
+	EscalateWindow time.Duration
+	// BanFor, when positive, also bans the session's client IP and
+	// principal for this long at escalation. Needs Banner. Default 0: no
+	// ban.
+	BanFor time.Duration
+	// Banner records bans; required when BanFor > 0.
+	Banner Banner
+	// Logger receives one line per escalation. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// LimitStage drops limited frames over the session's limit silently: no
+// ERROR, no RECEIPT, the session stays open. Answering every abusive frame
+// would spend outbound capacity on the abuser. Its state lives in the
+// Session, so sessions never contend with each other and no global map or
+// lock sits on the per-frame path.
+//
+// A LimitStage is safe for concurrent use by many sessions.
+type LimitStage struct {
+	cfg     LimitConfig
+	factory *sessionlimit.Factory
+	limited [8]string // small fixed set; compared linearly, no map lookup
+	nlim    int
+}
+
+var _ Stage = (*LimitStage)(nil)
+
+// DropRateLimit is the drop reason of frames over the session limit.
+const DropRateLimit = "rate_limit"
+
+// RejectAbuse is the reject reason of a session closed by escalation.
+const RejectAbuse = "rate_limit_abuse"
+
+// NewLimitStage validates cfg and returns the stage.
+func NewLimitStage(cfg LimitConfig) (*LimitStage, error) {
+	f, err := sessionlimit.NewFactory(cfg.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg.Commands) == 0 {
+		cfg.Commands = []string{"SEND"}
+	}
+	st := &LimitStage{cfg: cfg, factory: f}
+	if len(cfg.Commands) > len(st.limited) {
+		return nil, fmt.Errorf("interceptor: Commands lists %d commands, at most %d", len(cfg.Commands), len(st.limited))
+	}
+	for _, c := range cfg.Commands {
+		if !stompframe.IsClientCommand(c) {
+			return nil, fmt.Errorf("interceptor: Commands: %q is not a STOMP client command", c)
+		}
+		st.limited[st.nlim] = c
+		st.nlim++
+	}
+	switch {
+	case cfg.EscalateAfter < 0:
+		return nil, fmt.Errorf("interceptor: EscalateAfter %d is negative", cfg.EscalateAfter)
+	case cfg.EscalateWindow < 0:
+		return nil, fmt.Errorf("interceptor: EscalateWindow %v is negative", cfg.EscalateWindow)
+	case cfg.BanFor < 0:
+		return nil, fmt.Errorf("interceptor: BanFor %v is negative", cfg.BanFor)
+	case cfg.BanFor > 0 && cfg.Banner == nil:
+		return nil, errors.New("interceptor: BanFor is set but Banner is nil")
+	}
+	if cfg.EscalateWindow == 0 {
+		st.cfg.EscalateWindow = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		st.cfg.Logger = slog.Default()
+	}
+	return st, nil
+}
+
+func (st *LimitStage) limits(cmd string) bool {
+	for _, c := range st.limited[:st.nlim] {
+		if c == cmd {
+			return true
+		}
+	}
+	return false
+}
+
+// Handle counts limited frames against the session's limiter.
+func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
+	if !st.limits(f.Command) {
+		return Continue()
+	}
+	if s.Limiter == nil {
+		s.Limiter = st.factory.New()
+	}
+	if s.Limiter.AllowAt(now) {
+		return Continue()
+	}
+	if st.cfg.EscalateAfter > 0 && st.escalate(s, now) {
+		st.ban(s)
+		return RejectFrame(RejectAbuse, "rate limit exceeded",
+			fmt.Sprintf("%d frames over the limit within %v", st.cfg.EscalateAfter, st.cfg.EscalateWindow))
+	}
+	return DropFrame(DropRateLimit)
+}
+
+// escalate counts one drop and reports whether the session crossed the
+// escalation threshold.
+func (st *LimitStage) escalate(s *Session, now time.Time) bool {
+	t := now.UnixNano()
+	if s.abuseDrops == 0 || t-s.abuseStart >= int64(st.cfg.EscalateWindow) || t < s.abuseStart {
+		s.abuseStart, s.abuseDrops = t, 0
+	}
+	s.abuseDrops++
+	return s.abuseDrops >= st.cfg.EscalateAfter
+}
+
+func (st *LimitStage) ban(s *Session) {
+	st.cfg.Logger.Warn("session closed for rate limit abuse", "session", s.ID, "ip", s.RemoteIP.String(), "ban", st.cfg.BanFor)
+	if st.cfg.BanFor <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	keys := make([]string, 0, 2)
+	if s.RemoteIP.IsValid() {
+		keys = append(keys, s.RemoteIP.String())
+	}
+	if s.Principal != nil && !s.Principal.Anonymous {
+		keys = append(keys, "principal:"+s.Principal.Name)
+	}
+	for _, k := range keys {
+		if err := st.cfg.Banner.Ban(ctx, k, st.cfg.BanFor); err != nil {
+			st.cfg.Logger.Error("recording ban failed", "key", k, "err", err)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package interceptor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// PrincipalConfig configures the PrincipalStage. The zero value accepts
+// every CONNECT as an anonymous principal.
+type PrincipalConfig struct {
+	// JWTSecret, when set, enables HS256 JWT authentication with this
+	// shared secret. Empty: no JWT checking, every session is anonymous.
+	JWTSecret []byte
+	// Required refuses sessions without a valid token. It needs JWTSecret.
+	// False: a CONNECT without any token is anonymous, but a token that is
+	// present must still be valid.
+	Required bool
+	// Leeway is the clock skew allowed on exp and nbf. Default 0.
+	Leeway time.Duration
+	// Now is the clock used to check exp and nbf; nil means time.Now.
+	Now func() time.Time
+}
+
+// PrincipalStage identifies the session at CONNECT and enforces the
+// principal's destination patterns on SUBSCRIBE and SEND.
+//
+// A token is looked for, in order, in the CONNECT passcode header, the
+// CONNECT Authorization header ("Bearer <token>"), and the handshake URL's
+// access_token query parameter. The token is an HS256 JWT with these
+// claims:
+//
+//	{
+//	  "sub": "alice",                       // principal name (user-name)
+//	  "exp": 1767225600,                    // required: expiry, Unix seconds
+//	  "nbf": 1767222000,                    // optional
+//	  "stomp": {
+//	    "subscribe": ["/topic/room.*"],     // optional: may SUBSCRIBE to
+//	    "send":      ["/topic/room.42"]     // optional: may SEND to
+//	  }
+//	}
+//
+// An absent list means any destination; an empty list means none. Patterns
+// are matched by MatchDestination. An invalid or expired token, a missing
+// one when Required, or a frame outside the patterns is rejected (ERROR
+// and close).
+//
+// A PrincipalStage is safe for concurrent use.
+type PrincipalStage struct {
+	cfg    PrincipalConfig
+	parser *jwt.Parser
+}
+
+var _ Stage = (*PrincipalStage)(nil)
+
+// NewPrincipal validates cfg and returns the stage.
+func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
+	if cfg.Required && len(cfg.JWTSecret) == 0 {
+		return nil, errors.New("interceptor: Required authentication needs a JWTSecret")
+	}
+	if cfg.Leeway < 0 {
+		return nil, fmt.Errorf("interceptor: Leeway %v is negative", cfg.Leeway)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p := &PrincipalStage{cfg: cfg}
+	if len(cfg.JWTSecret) > 0 {
+		p.parser = jwt.NewParser(
+			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithExpirationRequired(),
+			jwt.WithLeeway(cfg.Leeway),
+			jwt.WithTimeFunc(cfg.Now),
+		)
+	}
+	return p, nil
+}
+
+// Reject reasons of the PrincipalStage.
+const (
+	// RejectAuth: missing, invalid or expired credentials.
+	RejectAuth = "auth"
+	// RejectPermission: a destination outside the principal's patterns.
+	RejectPermission = "permission"
+)
+
+// Claims is the JWT claim set the PrincipalStage reads.
+type Claims struct {
+	jwt.RegisteredClaims
+	STOMP *DestinationClaims `json:"stomp,omitempty"`
+}
+
+// DestinationClaims lists the destination patterns a principal may use.
+// A nil slice means any destination.
+type DestinationClaims struct {
+	Subscribe []string `json:"subscribe"`
+	Send      []string `json:"send"`
+}
+
+// Handle authenticates CONNECT and STOMP frames and checks destinations
+// of SUBSCRIBE and SEND frames.
+func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
+	switch f.Command {
+	case "CONNECT", "STOMP":
+		return p.connect(s, f)
+	case "SEND":
+		return p.check(s, s.principalSend(), f)
+	case "SUBSCRIBE":
+		return p.check(s, s.principalSubscribe(), f)
+	}
+	if s.Principal == nil {
+		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
+	}
+	return Continue()
+}
+
+func (s *Session) principalSend() []string {
+	if s.Principal == nil {
+		return nil
+	}
+	return s.Principal.Send
+}
+
+func (s *Session) principalSubscribe() []string {
+	if s.Principal == nil {
+		return nil
+	}
+	return s.Principal.Subscribe
+}
+
+func (p *PrincipalStage) check(s *Session, patterns []string, f *stompframe.Frame) Result {
+	if s.Principal == nil {
+		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
+	}
+	if patterns == nil {
+		return Continue()
+	}
+	dest := f.Get("destination")
+	for _, pat := range patterns {
+		if MatchDestination(pat, dest) {
+			return Continue()
+		}
+	}
+	return RejectFrame(RejectPermission, "permission denied",
+		fmt.Sprintf("%s to %q is not allowed for %q", f.Command, dest, s.Principal.Name))
+}
+
+func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
+	token := tokenFrom(s, f)
+	if p.parser == nil || token == "" {
+		if p.cfg.Required {
+			return RejectFrame(RejectAuth, "authentication required", "a valid token is required in the passcode header, an Authorization: Bearer header or the access_token query parameter")
+		}
+		s.Principal = &Principal{Name: "anonymous-" + s.ID, Anonymous: true}
+		return Continue()
+	}
+	var c Claims
+	_, err := p.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return p.cfg.JWTSecret, nil })
+	if err != nil {
+		return RejectFrame(RejectAuth, "invalid credentials", err.Error())
+	}
+	if c.Subject == "" {
+		return RejectFrame(RejectAuth, "invalid credentials", `token has no "sub" claim`)
+	}
+	pr := &Principal{Name: c.Subject}
+	if c.STOMP != nil {
+		pr.Subscribe = nonNil(c.STOMP.Subscribe)
+		pr.Send = nonNil(c.STOMP.Send)
+	}
+	s.Principal = pr
+	return Continue()
+}
+
+// nonNil keeps the distinction the claim format makes: an absent list
+// (nil) allows any destination; a present one, even empty, restricts.
+func nonNil(v []string) []string {
+	if v == nil {
+		return nil
+	}
+	return append(make([]string, 0, len(v)), v...)
+}
+
+func tokenFrom(s *Session, f *stompframe.Frame) string {
+	if v := f.Get("passcode"); v != "" {
+		return v
+	}
+	if v := f.Get("Authorization"); v != "" {
+		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
+			return strings.TrimSpace(t)
+		}
+	}
+	if s.Query != nil {
+		return s.Query.Get("access_token")
+	}
+	return ""
+}
+
+// MatchDestination reports whether dest matches pattern. In a pattern, "*"
+// matches any run of characters other than '/' and '.', the separators
+// STOMP destinations use ("/topic/room.42"); "**" matches any run of
+// characters, separators included. Everything else matches itself.
+func MatchDestination(pattern, dest string) bool {
+	for len(pattern) > 0 {
+		if strings.HasPrefix(pattern, "**") {
+			rest := pattern[2:]
+			for i := len(dest); i >= 0; i-- {
+				if MatchDestination(rest, dest[i:]) {
+					return true
+				}
+			}
+			return false
+		}
+		if pattern[0] == '*' {
+			rest := pattern[1:]
+			for i := 0; i <= len(dest); i++ {
+				if MatchDestination(rest, dest[i:]) {
+					return true
+				}
+				if i < len(dest) && (dest[i] == '/' || dest[i] == '.') {
+					return false
+				}
+			}
+			return false
+		}
+		if len(dest) == 0 || pattern[0] != dest[0] {
+			return false
+		}
+		pattern, dest = pattern[1:], dest[1:]
+	}
+	return len(dest) == 0
+}

@@ -1,0 +1,79 @@
+package interceptor
+
+import (
+	"context"
+	"net/netip"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/stompgate/stompgate/sessionlimit"
+)
+
+// Session is what the stages see of one STOMP session. The server creates
+// one per WebSocket connection and keeps it for the connection's life. The
+// fields are written by the server before the first frame and by stages on
+// the session's reader goroutine; the counters may be read from any
+// goroutine.
+type Session struct {
+	// ID is the server-assigned session id (the CONNECTED session header).
+	ID string
+	// RemoteIP is the client's address as the handshake limiter saw it
+	// (after trusted-proxy processing).
+	RemoteIP netip.Addr
+	// Query is the WebSocket handshake URL's query (for access_token).
+	Query url.Values
+	// Principal is set by the PrincipalStage when CONNECT is accepted;
+	// nil before.
+	Principal *Principal
+	// Limiter is the session's message limiter, created by the LimitStage
+	// on the first limited frame; nil until then, so an idle session
+	// costs nothing.
+	Limiter sessionlimit.Limiter
+
+	// abuse is the LimitStage's escalation state: drops counted in a
+	// fixed window that starts at the first drop.
+	abuseStart int64 // Unix nanoseconds
+	abuseDrops int
+
+	received, passed, dropped atomic.Uint64
+}
+
+// Counts is a snapshot of a session's frame accounting. Received equals
+// Passed + Dropped once the chain has returned for every frame.
+type Counts struct {
+	Received, Passed, Dropped uint64
+}
+
+// Counts returns the session's frame accounting so far.
+func (s *Session) Counts() Counts {
+	// Read dropped and passed before received: a frame in flight is then
+	// at worst counted as received and not yet as its outcome, never the
+	// reverse.
+	d := s.dropped.Load()
+	p := s.passed.Load()
+	return Counts{Received: s.received.Load(), Passed: p, Dropped: d}
+}
+
+// Principal is the identity a session acts as.
+type Principal struct {
+	// Name is the principal's name (the CONNECTED user-name header).
+	Name string
+	// Anonymous is true for a generated identity.
+	Anonymous bool
+	// Subscribe and Send are destination patterns the principal may
+	// SUBSCRIBE to and SEND to (see MatchDestination); nil means any.
+	Subscribe, Send []string
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns a copy of ctx carrying p.
+func WithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFrom returns the principal stored in ctx by WithPrincipal.
+func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok && p != nil
+}

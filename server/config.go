@@ -1,0 +1,180 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Defaults, each with the reason for its value.
+const (
+	// DefaultMaxSubscriptions bounds a session's SUBSCRIBEs: a chat or
+	// game client holds a handful; a hundred is generous and keeps a
+	// session's broker footprint small.
+	DefaultMaxSubscriptions = 100
+	// DefaultConnectTimeout is how long a WebSocket may stay open without
+	// a CONNECT: long enough for a slow mobile client, short enough that
+	// idle sockets do not pile up.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultHeartBeat is the server's heart-beat in both directions.
+	DefaultHeartBeat = 10 * time.Second
+	// DefaultHeartBeatTolerance is added to the negotiated incoming
+	// interval before a silent client is closed: networks delay frames.
+	DefaultHeartBeatTolerance = 5 * time.Second
+	// DefaultOutboundQueue is the per-session outbound queue capacity in
+	// frames. At the default send limit of 20/s per publisher a reader
+	// that is 1,000 frames behind is not keeping up.
+	DefaultOutboundQueue = 1024
+	// DefaultWriteTimeout bounds one WebSocket write: a peer that does not
+	// drain its socket for this long is gone or too slow.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultMaxTransactions bounds open transactions per session.
+	DefaultMaxTransactions = 16
+	// DefaultMaxTransactionFrames bounds the SENDs buffered in one
+	// transaction; they are held in memory until COMMIT.
+	DefaultMaxTransactionFrames = 1000
+	// writeBatchSize is the size at which the writer stops adding frames
+	// to one WebSocket message: several frames per message save a syscall
+	// each, and STOMP clients parse them as a stream.
+	writeBatchSize = 32 << 10
+)
+
+// Config configures a Server. The zero value works: every zero field takes
+// the default named in its comment.
+type Config struct {
+	// Limits bound decoded frames; zero fields take stompframe's defaults
+	// (64 KiB frames, 64 headers, 4 KiB header lines). The WebSocket read
+	// limit is set to MaxFrameSize.
+	Limits stompframe.Limits
+	// MaxSubscriptions per session. Default DefaultMaxSubscriptions;
+	// negative is an error.
+	MaxSubscriptions int
+	// ConnectTimeout is the deadline for CONNECT after the upgrade.
+	// Default DefaultConnectTimeout; negative is an error.
+	ConnectTimeout time.Duration
+	// HeartBeatSend and HeartBeatReceive are the server's heart-beat
+	// offer (CONNECTED heart-beat "send,receive"). Default
+	// DefaultHeartBeat each; negative disables that direction.
+	HeartBeatSend, HeartBeatReceive time.Duration
+	// HeartBeatTolerance is added to the negotiated incoming interval
+	// before a silent client is closed. Default
+	// DefaultHeartBeatTolerance; negative is an error.
+	HeartBeatTolerance time.Duration
+	// OutboundQueue is the per-session queue capacity in frames; a
+	// session whose queue is full is closed as a slow consumer. Default
+	// DefaultOutboundQueue; negative is an error.
+	OutboundQueue int
+	// WriteTimeout bounds one WebSocket write. Default
+	// DefaultWriteTimeout; negative is an error.
+	WriteTimeout time.Duration
+	// MaxTransactions and MaxTransactionFrames bound transactions per
+	// session and SENDs per transaction. Defaults DefaultMaxTransactions
+	// and DefaultMaxTransactionFrames; negative is an error.
+	MaxTransactions, MaxTransactionFrames int
+	// OriginPatterns are host patterns (path.Match syntax, as in
+	// coder/websocket's AcceptOptions) of cross-origin pages allowed to
+	// connect. Empty: only same-origin browsers (and non-browser clients,
+	// which send no Origin).
+	OriginPatterns []string
+	// Chain is the inbound interceptor chain. Nil: an empty chain (every
+	// frame passes, sessions are anonymous).
+	Chain *interceptor.Chain
+	// Broker delivers messages. Nil: a new in-process broker.
+	Broker *broker.Broker
+	// Observer is told about session events for metrics. Nil: none.
+	Observer Observer
+	// Logger receives state changes (sessions closed for a reason other
+	// than a normal disconnect, shutdown). Nil means slog.Default().
+	Logger *slog.Logger
+	// Name is the CONNECTED server header. Default "stompgate".
+	Name string
+}
+
+// Observer receives the server's session events. metrics.Metrics
+// implements it.
+type Observer interface {
+	SessionOpened()
+	SessionClosed(reason string)
+	Delivered(destination string, n int)
+	SlowConsumerDisconnect()
+	ProtocolErrorClose(kind string)
+	Panic()
+}
+
+type nopObserver struct{}
+
+func (nopObserver) SessionOpened()            {}
+func (nopObserver) SessionClosed(string)      {}
+func (nopObserver) Delivered(string, int)     {}
+func (nopObserver) SlowConsumerDisconnect()   {}
+func (nopObserver) ProtocolErrorClose(string) {}
+func (nopObserver) Panic()                    {}
+
+// withDefaults returns a validated copy of c with defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	c.Limits = c.Limits.WithDefaults()
+	if err := c.Limits.Validate(); err != nil {
+		return c, err
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"ConnectTimeout", &c.ConnectTimeout, DefaultConnectTimeout},
+		{"HeartBeatTolerance", &c.HeartBeatTolerance, DefaultHeartBeatTolerance},
+		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
+	} {
+		if *d.v < 0 {
+			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	for _, d := range []*time.Duration{&c.HeartBeatSend, &c.HeartBeatReceive} {
+		switch {
+		case *d == 0:
+			*d = DefaultHeartBeat
+		case *d < 0:
+			*d = 0
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"MaxSubscriptions", &c.MaxSubscriptions, DefaultMaxSubscriptions},
+		{"OutboundQueue", &c.OutboundQueue, DefaultOutboundQueue},
+		{"MaxTransactions", &c.MaxTransactions, DefaultMaxTransactions},
+		{"MaxTransactionFrames", &c.MaxTransactionFrames, DefaultMaxTransactionFrames},
+	} {
+		if *n.v < 0 {
+			return c, fmt.Errorf("server: %s %d is negative", n.name, *n.v)
+		}
+		if *n.v == 0 {
+			*n.v = n.def
+		}
+	}
+	if c.Chain == nil {
+		c.Chain = interceptor.NewChain(nil)
+	}
+	if c.Broker == nil {
+		c.Broker = broker.New()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Name == "" {
+		c.Name = "stompgate"
+	}
+	return c, nil
+}

@@ -1,0 +1,44 @@
+// Package server serves STOMP 1.0, 1.1 and 1.2 sessions over WebSocket
+// (coder/websocket), with the subprotocols v12.stomp, v11.stomp and
+// v10.stomp; a client that offers none is served as 1.2.
+//
+// Each connection is one session. The HTTP handler goroutine that accepted
+// it reads and handles frames: stompframe decodes them, the interceptor
+// chain passes, drops or rejects them, and the broker fans SEND frames out
+// as MESSAGE frames. Outbound frames go through a bounded per-session queue
+// drained by a writer goroutine that exists only while the queue is not
+// empty and packs several frames into one WebSocket message. A session
+// whose queue fills is closed as a slow consumer (close 1008) without ever
+// blocking the broker or other sessions.
+//
+// Protocol behaviour (STOMP 1.2 specification, sections in quotes):
+//   - "Connecting": CONNECT or STOMP is answered with CONNECTED carrying
+//     version, heart-beat, server, session and user-name. The version is
+//     the highest common one ("Protocol Negotiation"); no common version
+//     gets an ERROR with a version header. A CONNECT must arrive within
+//     ConnectTimeout of the upgrade.
+//   - "Heart-beating": negotiated both ways; the server sends an EOL when
+//     it wrote nothing for the negotiated interval and closes a client that
+//     is silent for the negotiated interval plus HeartBeatTolerance.
+//   - "Header" requirements: SEND and SUBSCRIBE need destination,
+//     SUBSCRIBE and UNSUBSCRIBE need id (1.1+), ACK and NACK need id (1.2)
+//     or message-id (+subscription in 1.1), transactions must be open.
+//     Violations, unknown commands, frames before CONNECT, bad escapes and
+//     oversize frames are answered with ERROR (message header, text body,
+//     receipt-id when the frame had a receipt) and a close ("ERROR").
+//   - "RECEIPT": every frame with a receipt header that was handled gets a
+//     RECEIPT; DISCONNECT's receipt is sent before the close. A SEND the
+//     session limiter drops gets none.
+//   - "SUBSCRIBE ack Header": auto, client and client-individual are
+//     accepted. Delivery is at-most-once: a message is handed to the
+//     subscriber's queue once and never redelivered; ACK and NACK are
+//     validated and otherwise have no effect.
+//   - Destinations are topics: a SEND to any destination is delivered to
+//     every subscription on exactly that destination, "/topic/..." by
+//     convention.
+//   - "BEGIN"/"COMMIT"/"ABORT": SENDs in a transaction are held until
+//     COMMIT (bounded by MaxTransactionFrames) and discarded on ABORT.
+//
+// Shutdown closes every session itself: http.Server.Shutdown does not
+// touch hijacked connections.
+package server

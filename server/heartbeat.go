@@ -1,0 +1,94 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// parseHeartBeat parses a heart-beat header value "cx,cy" in
+// milliseconds. An empty value means "0,0" (STOMP 1.2 "Heart-beating").
+func parseHeartBeat(v string) (x, y time.Duration, err error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(v, ",")
+	if !ok {
+		return 0, 0, fmt.Errorf("heart-beat %q is not two comma-separated numbers", v)
+	}
+	ai, err1 := strconv.ParseUint(strings.TrimSpace(a), 10, 31)
+	bi, err2 := strconv.ParseUint(strings.TrimSpace(b), 10, 31)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("heart-beat %q is not two non-negative millisecond counts", v)
+	}
+	return time.Duration(ai) * time.Millisecond, time.Duration(bi) * time.Millisecond, nil
+}
+
+// negotiate returns the interval at which one side must send heart-beats:
+// zero if either side declines, else the larger of what the sender can do
+// and what the receiver wants.
+func negotiate(canSend, wants time.Duration) time.Duration {
+	if canSend <= 0 || wants <= 0 {
+		return 0
+	}
+	return max(canSend, wants)
+}
+
+// startHeartBeats replaces the CONNECT deadline with the negotiated
+// heart-beat timers. cx,cy is the client's offer.
+func (s *session) startHeartBeats(cx, cy time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hbIn != nil {
+		s.hbIn.Stop()
+		s.hbIn = nil
+	}
+	if s.closing {
+		return
+	}
+	s.outEvery = negotiate(s.srv.cfg.HeartBeatSend, cy)
+	s.inEvery = negotiate(cx, s.srv.cfg.HeartBeatReceive)
+	if s.outEvery > 0 {
+		s.hbOut = time.AfterFunc(s.outEvery, s.heartBeatOut)
+	}
+	if s.inEvery > 0 {
+		s.hbIn = time.AfterFunc(s.inEvery+s.srv.cfg.HeartBeatTolerance, s.heartBeatIn)
+	}
+}
+
+// heartBeatOut sends an EOL when nothing was written for the negotiated
+// interval, then re-arms itself for the next due time.
+func (s *session) heartBeatOut() {
+	idle := time.Duration(time.Now().UnixNano() - s.lastWrite.Load())
+	next := s.outEvery - idle
+	if next <= 0 {
+		if !s.send(heartBeatEOL) {
+			return
+		}
+		next = s.outEvery
+	}
+	s.mu.Lock()
+	if !s.closing {
+		s.hbOut.Reset(next)
+	}
+	s.mu.Unlock()
+}
+
+// heartBeatIn closes a session whose client has been silent for longer
+// than the negotiated interval plus the tolerance.
+func (s *session) heartBeatIn() {
+	limit := s.inEvery + s.srv.cfg.HeartBeatTolerance
+	silent := time.Duration(time.Now().UnixNano() - s.lastRead.Load())
+	if silent >= limit {
+		s.closeAfter(closeHeartBeat, websocket.StatusPolicyViolation, "heart-beat timeout")
+		return
+	}
+	s.mu.Lock()
+	if !s.closing {
+		s.hbIn.Reset(limit - silent)
+	}
+	s.mu.Unlock()
+}

@@ -1,0 +1,192 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/stompgate/stompgate/broker"
+)
+
+// outItem is one entry of a session's outbound queue: a MESSAGE (msg and
+// sub), an encoded frame (raw), or the final close.
+type outItem struct {
+	msg    *broker.Message
+	sub    *broker.Subscription
+	raw    []byte
+	close  bool
+	code   websocket.StatusCode
+	reason string
+}
+
+// heartBeatEOL is the heart-beat a STOMP peer sends when it has nothing
+// else to send (STOMP 1.2 "Heart-beating").
+var heartBeatEOL = []byte{'\n'}
+
+var _ broker.Subscriber = (*session)(nil)
+
+// Deliver queues m for sub. It never blocks: when the queue is full the
+// session is closed as a slow consumer and Deliver returns false.
+func (s *session) Deliver(sub *broker.Subscription, m *broker.Message) bool {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return false
+	}
+	if len(s.queue) >= s.srv.cfg.OutboundQueue {
+		s.slowConsumerLocked()
+		s.mu.Unlock()
+		s.srv.cfg.Observer.SlowConsumerDisconnect()
+		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "queued", s.srv.cfg.OutboundQueue)
+		return false
+	}
+	s.pushLocked(outItem{msg: m, sub: sub})
+	s.mu.Unlock()
+	return true
+}
+
+// slowConsumerLocked discards the queue and queues a close with 1008: the
+// frames waiting would only delay the close of a peer that does not read.
+func (s *session) slowConsumerLocked() {
+	s.closing = true
+	s.reason = closeSlowConsumer
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.pushLocked(outItem{close: true, code: websocket.StatusPolicyViolation, reason: "slow consumer"})
+}
+
+// send queues an encoded frame unless the session is closing.
+func (s *session) send(raw []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.pushLocked(outItem{raw: raw})
+	return true
+}
+
+// closeAfter queues a close with code after everything already queued.
+func (s *session) closeAfter(reason string, code websocket.StatusCode, text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.endLocked(reason) {
+		s.pushLocked(outItem{close: true, code: code, reason: text})
+	}
+}
+
+// pushLocked appends it to the queue and starts the writer if none runs.
+func (s *session) pushLocked(it outItem) {
+	s.queue = append(s.queue, it)
+	if !s.writing {
+		s.writing = true
+		s.writers.Add(1)
+		go s.writeLoop()
+	}
+}
+
+var writeBufPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, writeBatchSize+4096)
+	return &b
+}}
+
+// writeLoop drains the queue, packing frames into WebSocket messages of up
+// to writeBatchSize bytes, and exits when the queue is empty.
+func (s *session) writeLoop() {
+	defer s.writers.Done()
+	bp := writeBufPool.Get().(*[]byte)
+	defer writeBufPool.Put(bp)
+	var spare []outItem
+	failed := false
+	defer func() {
+		if v := recover(); v != nil {
+			s.srv.cfg.Observer.Panic()
+			s.srv.cfg.Logger.Error("panic in session writer", "session", s.st.ID, "panic", fmt.Sprint(v))
+			_ = s.conn.CloseNow()
+			s.mu.Lock()
+			s.writing = false
+			s.mu.Unlock()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		items := s.queue
+		if len(items) == 0 {
+			s.writing = false
+			// Let an idle session hold no queue memory.
+			s.queue = nil
+			s.mu.Unlock()
+			return
+		}
+		s.queue = spare
+		s.mu.Unlock()
+
+		buf := (*bp)[:0]
+		binary := false
+		for i := range items {
+			it := &items[i]
+			if failed {
+				continue
+			}
+			switch {
+			case it.close:
+				if len(buf) > 0 && !s.write(buf, binary) {
+					failed = true
+					continue
+				}
+				buf, binary = buf[:0], false
+				// Close sends the close frame and waits for the reply
+				// (bounded by coder/websocket's own 5 s timeouts).
+				_ = s.conn.Close(it.code, it.reason)
+				failed = true
+			case it.msg != nil:
+				buf = it.msg.AppendFrame(buf, it.sub)
+				binary = binary || it.msg.Binary
+			default:
+				buf = append(buf, it.raw...)
+			}
+			if len(buf) >= writeBatchSize {
+				if !s.write(buf, binary) {
+					failed = true
+				}
+				buf, binary = buf[:0], false
+			}
+		}
+		if !failed && len(buf) > 0 && !s.write(buf, binary) {
+			failed = true
+		}
+		if cap(buf) <= 4*writeBatchSize {
+			*bp = buf[:0]
+		}
+		clear(items)
+		spare = items[:0]
+		if failed {
+			s.mu.Lock()
+			s.closing = true
+			if s.reason == "" {
+				s.reason = closeClientGone
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// write sends one WebSocket message and reports whether it succeeded.
+func (s *session) write(p []byte, binary bool) bool {
+	typ := websocket.MessageText
+	if binary {
+		typ = websocket.MessageBinary
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.WriteTimeout)
+	err := s.conn.Write(ctx, typ, p)
+	cancel()
+	if err != nil {
+		_ = s.conn.CloseNow()
+		return false
+	}
+	s.lastWrite.Store(time.Now().UnixNano())
+	return true
+}

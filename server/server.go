@@ -1,0 +1,153 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/coder/websocket"
+
+	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Subprotocols are the WebSocket subprotocols the server negotiates, most
+// preferred first. A client that offers none is served as STOMP 1.2.
+var Subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp"}
+
+// ErrServerClosed is returned by Shutdown when called again after it
+// completed.
+var ErrServerClosed = errors.New("server: closed")
+
+// Server accepts WebSocket connections and serves STOMP sessions on them.
+// It is an http.Handler for the WebSocket path; put the handshake limiter
+// in front of it.
+//
+// http.Server.Shutdown neither closes nor waits for hijacked connections,
+// so call Server.Shutdown beside it: it refuses new sessions, tells every
+// session (ERROR frame, close 1001) and waits for them to end.
+//
+// A Server is safe for concurrent use.
+type Server struct {
+	cfg    Config
+	idBase string
+	idSeq  atomic.Uint64
+
+	reg registry
+
+	// mu guards shutting and the Add side of sessions, so that no session
+	// starts after Shutdown began waiting.
+	mu       sync.Mutex
+	shutting bool
+	sessions sync.WaitGroup
+}
+
+// New validates cfg and returns a Server.
+func New(cfg Config) (*Server, error) {
+	c, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var raw [5]byte
+	_, _ = rand.Read(raw[:])
+	s := &Server{cfg: c, idBase: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])}
+	s.reg.init()
+	return s, nil
+}
+
+// Ready reports whether the server takes new sessions.
+func (s *Server) Ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.shutting
+}
+
+// Sessions returns the number of open sessions.
+func (s *Server) Sessions() int { return s.reg.len() }
+
+func (s *Server) nextSessionID() string {
+	var buf [24]byte
+	n := copy(buf[:], s.idBase)
+	buf[n] = '-'
+	return string(strconv.AppendUint(buf[:n+1], s.idSeq.Add(1), 36))
+}
+
+// ServeHTTP upgrades the request to a WebSocket and serves one STOMP
+// session on it until it ends. It returns 503 once Shutdown has begun.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.shutting {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	s.sessions.Add(1)
+	s.mu.Unlock()
+	defer s.sessions.Done()
+
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:    Subprotocols,
+		OriginPatterns:  s.cfg.OriginPatterns,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		// Accept has written the HTTP error response.
+		s.cfg.Logger.Debug("websocket accept failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	conn.SetReadLimit(int64(s.cfg.Limits.MaxFrameSize))
+
+	ip, ok := handshake.ClientIPFrom(r.Context())
+	if !ok {
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			ip = ap.Addr().Unmap()
+		}
+	}
+	sess := newSession(s, conn, ip, r.URL.Query())
+	if v, ok := stompframe.SubprotocolVersion(conn.Subprotocol()); ok {
+		sess.maxVersion = v
+	}
+	s.reg.add(sess)
+	s.cfg.Observer.SessionOpened()
+	// Shutdown marks the server before it walks the registry, so a
+	// session either is in the registry when the walk happens or sees the
+	// mark here.
+	if !s.Ready() {
+		sess.shutdown()
+	}
+	sess.serve()
+}
+
+// Shutdown stops taking new sessions, sends every open session an ERROR
+// frame ("server shutting down") after what is already queued for it,
+// closes it with status 1001, and waits until all sessions have ended or
+// ctx is done. When ctx ends first, the remaining connections are closed
+// at once and ctx.Err() is returned. Calling Shutdown again waits again.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutting = true
+	s.mu.Unlock()
+
+	s.reg.each(func(ss *session) { ss.shutdown() })
+
+	done := make(chan struct{})
+	go func() {
+		s.sessions.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		s.reg.each(func(ss *session) { ss.abort(closeShutdown) })
+		<-done
+		return ctx.Err()
+	}
+}

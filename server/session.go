@@ -1,0 +1,295 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Close reasons, bounded label values for metrics and logs.
+const (
+	closeNormal        = "normal"
+	closeProtocolError = "protocol_error"
+	closeSlowConsumer  = "slow_consumer"
+	closeHeartBeat     = "heartbeat_timeout"
+	closeConnectTime   = "connect_timeout"
+	closeRejected      = "rejected"
+	closeAuthFailed    = "auth_failed"
+	closeShutdown      = "shutdown"
+	closePanic         = "panic"
+	closeClientGone    = "client_gone"
+)
+
+// session is one STOMP session on one WebSocket connection.
+//
+// Goroutines: the HTTP handler goroutine that accepted the connection is
+// the session's reader and owner (serve); a writer goroutine exists only
+// while the outbound queue is non-empty, so an idle session has one
+// goroutine. Heart-beats and deadlines use runtime timers, not goroutines.
+type session struct {
+	srv  *Server
+	conn *websocket.Conn
+	st   interceptor.Session
+
+	// Owned by the reader goroutine.
+	dec        *stompframe.Decoder
+	version    stompframe.Version
+	maxVersion stompframe.Version // from the negotiated subprotocol
+	subs       map[string]*broker.Subscription
+	txs        map[string][]*broker.Message
+
+	connected atomic.Bool
+	lastRead  atomic.Int64 // Unix nanoseconds of the last WebSocket message read
+	lastWrite atomic.Int64 // Unix nanoseconds of the last WebSocket write
+
+	// mu guards the outbound queue and the end state below.
+	mu       sync.Mutex
+	queue    []outItem
+	writing  bool   // a writer goroutine is running
+	closing  bool   // no more frames are queued, except the final close
+	reason   string // first close reason recorded
+	hbIn     *time.Timer
+	hbOut    *time.Timer
+	inEvery  time.Duration // negotiated incoming heart-beat; 0 none
+	outEvery time.Duration // negotiated outgoing heart-beat; 0 none
+
+	writers sync.WaitGroup // the writer goroutine, when one runs
+}
+
+func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) *session {
+	s := &session{
+		srv:        srv,
+		conn:       conn,
+		dec:        stompframe.NewDecoder(srv.cfg.Limits),
+		version:    stompframe.V12,
+		maxVersion: stompframe.V12,
+	}
+	s.st.ID = srv.nextSessionID()
+	s.st.RemoteIP = ip
+	if len(q) > 0 {
+		s.st.Query = q
+	}
+	now := time.Now().UnixNano()
+	s.lastRead.Store(now)
+	s.lastWrite.Store(now)
+	return s
+}
+
+// serve runs the session on the calling goroutine until it ends.
+func (s *session) serve() {
+	s.mu.Lock()
+	s.hbIn = time.AfterFunc(s.srv.cfg.ConnectTimeout, s.connectTimeout)
+	s.mu.Unlock()
+
+	reason := s.readLoop()
+
+	s.mu.Lock()
+	s.closing = true
+	if s.reason == "" {
+		s.reason = reason
+	}
+	reason = s.reason
+	if s.hbIn != nil {
+		s.hbIn.Stop()
+	}
+	if s.hbOut != nil {
+		s.hbOut.Stop()
+	}
+	s.mu.Unlock()
+
+	// The writer finishes what is queued (ERROR, RECEIPT, the close) or
+	// fails fast on a dead connection.
+	s.writers.Wait()
+	_ = s.conn.CloseNow()
+
+	for _, sub := range s.subs {
+		s.srv.cfg.Broker.Unsubscribe(sub)
+	}
+	s.srv.reg.remove(s)
+	s.srv.cfg.Observer.SessionClosed(reason)
+	if reason != closeNormal && reason != closeClientGone {
+		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason)
+	}
+}
+
+// readLoop reads WebSocket messages until the session ends and returns the
+// close reason as the reader saw it.
+func (s *session) readLoop() (reason string) {
+	defer func() {
+		if v := recover(); v != nil {
+			s.srv.cfg.Observer.Panic()
+			s.srv.cfg.Logger.Error("panic in session", "session", s.st.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			s.fail(closePanic, websocket.StatusInternalError, "internal error", "the server failed while handling a frame", "")
+			s.drain()
+			reason = closePanic
+		}
+	}()
+	limit := s.srv.cfg.Limits.MaxFrameSize
+	for {
+		_, r, err := s.conn.Reader(context.Background())
+		if err != nil {
+			return closeClientGone
+		}
+		buf, err := readMessage(r, limit)
+		if err != nil {
+			putReadBuf(buf)
+			if errors.Is(err, errMessageTooLarge) {
+				s.srv.cfg.Observer.ProtocolErrorClose("frame_too_large")
+				// No drain: the rest of the message is unread, and the
+				// close handshake skips it; another Reader would parse
+				// it as frame headers.
+				s.fail(closeProtocolError, websocket.StatusMessageTooBig, "frame too large",
+					fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit), "")
+				return closeProtocolError
+			}
+			return closeClientGone
+		}
+		now := time.Now()
+		s.lastRead.Store(now.UnixNano())
+		s.dec.Feed(*buf)
+		done := s.decodeAll(now)
+		putReadBuf(buf)
+		if done {
+			s.drain()
+			return ""
+		}
+	}
+}
+
+// decodeAll handles every complete frame fed so far. It reports whether
+// the session is ending.
+func (s *session) decodeAll(now time.Time) bool {
+	for {
+		f, err := s.dec.Next()
+		if err != nil {
+			pe, ok := stompframe.AsProtocolError(err)
+			if !ok {
+				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
+			}
+			s.srv.cfg.Observer.ProtocolErrorClose(protocolErrorKind(pe))
+			s.fail(closeProtocolError, websocket.StatusPolicyViolation, pe.Message, pe.Detail, "")
+			return true
+		}
+		if f == nil {
+			return false
+		}
+		if s.handle(f, now) {
+			return true
+		}
+	}
+}
+
+// drain keeps reading (and discarding) until the writer has closed the
+// connection, so the close handshake's reply is consumed and a client
+// that keeps sending does not block on a full socket.
+func (s *session) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.WriteTimeout+5*time.Second)
+	defer cancel()
+	for {
+		_, r, err := s.conn.Reader(ctx)
+		if err != nil {
+			return
+		}
+		if _, err := io.Copy(io.Discard, r); err != nil {
+			return
+		}
+	}
+}
+
+func protocolErrorKind(pe *stompframe.ProtocolError) string {
+	switch {
+	case errors.Is(pe, stompframe.ErrFrameTooLarge):
+		return "frame_too_large"
+	case errors.Is(pe, stompframe.ErrBadEscape):
+		return "bad_escape"
+	case errors.Is(pe, stompframe.ErrTooManyHeaders), errors.Is(pe, stompframe.ErrHeaderLineTooLong):
+		return "header_too_large"
+	}
+	return "malformed"
+}
+
+// end records reason as the session's close reason if none is recorded
+// yet and marks the session closing. It reports whether this call was the
+// first to end the session.
+func (s *session) endLocked(reason string) bool {
+	if s.closing {
+		return false
+	}
+	s.closing = true
+	s.reason = reason
+	return true
+}
+
+// fail queues an ERROR frame (message header msg, body detail, receipt-id
+// when the offending frame asked for a receipt) and a close with code,
+// after everything already queued.
+func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, receipt string) {
+	f := stompframe.Frame{Command: stompframe.CommandError}
+	f.Add("message", msg)
+	if receipt != "" {
+		f.Add("receipt-id", receipt)
+	}
+	f.Add("content-type", "text/plain")
+	body := []byte(detail)
+	if len(body) > 0 {
+		f.Add("content-length", fmt.Sprint(len(body)))
+		f.Body = body
+	}
+	raw := stompframe.Append(nil, &f, s.version)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.endLocked(reason) {
+		return
+	}
+	s.pushLocked(outItem{raw: raw})
+	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)})
+}
+
+// closeText fits msg into a WebSocket close reason (at most 123 bytes).
+func closeText(msg string) string {
+	if len(msg) > 120 {
+		return msg[:120]
+	}
+	return msg
+}
+
+// shutdown ends the session for a server shutdown: queued frames are
+// flushed, then an ERROR frame and a close with 1001.
+func (s *session) shutdown() {
+	s.fail(closeShutdown, websocket.StatusGoingAway, "server shutting down", "the server is shutting down; reconnect to another instance", "")
+}
+
+// abort ends the session at once: the queue is discarded and the
+// connection closed without a close handshake.
+func (s *session) abort(reason string) {
+	s.mu.Lock()
+	if !s.closing {
+		s.closing = true
+		s.reason = reason
+	}
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.mu.Unlock()
+	_ = s.conn.CloseNow()
+}
+
+func (s *session) connectTimeout() {
+	if s.connected.Load() {
+		return
+	}
+	s.fail(closeConnectTime, websocket.StatusPolicyViolation, "CONNECT timeout",
+		fmt.Sprintf("no CONNECT frame within %v of the WebSocket upgrade", s.srv.cfg.ConnectTimeout), "")
+}
