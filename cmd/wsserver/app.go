@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/sessionlimit"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// app is the wired server: every component, built in one place so the
+// chain order, the stores and the registry read together.
+type app struct {
+	handler  http.Handler
+	stomp    *server.Server
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	limiter  *handshake.Limiter
+	redis    redis.UniversalClient
+}
+
+func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error) {
+	a := &app{registry: metrics.NewRegistry()}
+	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes)})
+	if err != nil {
+		return nil, fmt.Errorf("-metrics-destination-prefixes: %w", err)
+	}
+	a.metrics = m
+	obs := observer{m}
+
+	// Handshake limiter: the policy's ws_handshake zone, in Redis when
+	// configured, in process memory otherwise.
+	pol, err := policy.Load(st.policyFile)
+	if err != nil {
+		return nil, fmt.Errorf("-policy: %w", err)
+	}
+	zone, ok := pol.Zone(policy.ZoneHandshake)
+	if !ok {
+		return nil, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
+	}
+	lim := handshake.Limit{Name: zone.Name, Rate: int64(zone.Rate), Burst: zone.Burst}
+	trusted, err := handshake.ParseTrustedProxies(st.trustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	var failClosed bool
+	switch st.limiterFail {
+	case "open":
+	case "closed":
+		failClosed = true
+	default:
+		return nil, fmt.Errorf("-limiter-fail %q: want open or closed", st.limiterFail)
+	}
+	hcfg := handshake.Config{FailClosed: failClosed, Logger: logger, Observer: obs}
+	if st.redisURL != "" {
+		client, err := handshake.NewUniversalClient(st.redisURL)
+		if err != nil {
+			return nil, err
+		}
+		a.redis = client
+		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client})
+		if err != nil {
+			a.close()
+			return nil, err
+		}
+		hcfg.Redis = rs
+	}
+	a.limiter, err = handshake.New(hcfg)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+
+	chain, err := newChain(st, obs, a.limiter, logger)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	a.stomp, err = server.New(server.Config{
+		Limits: stompframe.Limits{
+			MaxFrameSize:  st.maxFrameSize,
+			MaxHeaders:    st.maxHeaders,
+			MaxHeaderLine: st.maxHeaderLine,
+		},
+		MaxSubscriptions:   st.maxSubscriptions,
+		ConnectTimeout:     st.connectTimeout,
+		HeartBeatSend:      st.heartBeatSend,
+		HeartBeatReceive:   st.heartBeatRecv,
+		HeartBeatTolerance: st.heartBeatTol,
+		OutboundQueue:      st.outboundQueue,
+		WriteTimeout:       st.writeTimeout,
+		OriginPatterns:     splitList(st.allowedOrigins),
+		Chain:              chain,
+		Observer:           obs,
+		Logger:             logger,
+	})
+	if err != nil {
+		a.close()
+		return nil, settingError(err)
+	}
+	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
+		Limiter:        a.limiter,
+		Limit:          lim,
+		TrustedProxies: trusted,
+		Logger:         logger,
+	}, a.stomp)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle(st.wsPath, ws)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !a.stomp.Ready() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	a.handler = mux
+	_ = ctx
+	return a, nil
+}
+
+// newChain builds the interceptor chain in its fixed order: principal,
+// session limiter, metrics.
+func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slog.Logger) (*interceptor.Chain, error) {
+	if st.authRequired && st.jwtSecret == "" {
+		return nil, errors.New("-auth-required needs -jwt-secret")
+	}
+	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
+		JWTSecret: []byte(st.jwtSecret),
+		Required:  st.authRequired,
+	})
+	if err != nil {
+		return nil, err
+	}
+	alg, err := sessionlimit.ParseAlgorithm(st.sendAlgorithm)
+	if err != nil {
+		return nil, fmt.Errorf("-send-limit-algorithm: %w", err)
+	}
+	if st.sendLimit <= 0 {
+		return nil, fmt.Errorf("-send-limit %d: must be positive", st.sendLimit)
+	}
+	if st.sendWindow <= 0 {
+		return nil, fmt.Errorf("-send-window %v: must be positive", st.sendWindow)
+	}
+	if st.abuseDrops < 0 {
+		return nil, fmt.Errorf("-abuse-drops %d is negative", st.abuseDrops)
+	}
+	if st.abuseWindow <= 0 {
+		return nil, fmt.Errorf("-abuse-window %v: must be positive", st.abuseWindow)
+	}
+	if st.abuseBan < 0 {
+		return nil, fmt.Errorf("-abuse-ban %v is negative", st.abuseBan)
+	}
+	limit, err := interceptor.NewLimitStage(interceptor.LimitConfig{
+		Limit:          sessionlimit.Config{Algorithm: alg, Limit: st.sendLimit, Window: st.sendWindow},
+		Commands:       splitList(st.limitedCommands),
+		EscalateAfter:  st.abuseDrops,
+		EscalateWindow: st.abuseWindow,
+		BanFor:         st.abuseBan,
+		Banner:         banner,
+		Logger:         logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
+	}
+	return interceptor.NewChain(obs, principal, limit, interceptor.NewMetricsStage(obs)), nil
+}
+
+// settingError maps a server.Config validation error to the flag name.
+func settingError(err error) error {
+	return fmt.Errorf("invalid setting: %w", err)
+}
+
+func (a *app) close() {
+	if a.redis != nil {
+		_ = a.redis.Close()
+	}
+}

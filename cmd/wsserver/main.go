@@ -1,0 +1,115 @@
+// Command wsserver is the stompgate server: STOMP over WebSocket with a
+// per-session message limiter, a per-IP handshake limiter (in process or in
+// Redis) and Prometheus metrics.
+//
+//	wsserver [flags]               run the server (wsserver -h lists settings)
+//	wsserver nginx-config [flags]  print the nginx config rendered from the policy
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal, restore the default handling so that a
+		// second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	default:
+		fmt.Fprintln(os.Stderr, "wsserver:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program: it parses settings, wires the server, serves
+// until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) > 0 && args[0] == "nginx-config" {
+		return runNginxConfig(args[1:], getenv, stdout)
+	}
+	var st settings
+	if err := st.parse(args, getenv, stdout); err != nil {
+		return err
+	}
+	logger, err := newLogger(st.logLevel, st.logFormat, stdout)
+	if err != nil {
+		return err
+	}
+	a, err := newApp(ctx, &st, logger)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	ln, err := net.Listen("tcp", st.addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %w", st.addr, err)
+	}
+	hs := &http.Server{
+		Handler:           a.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "timeout", st.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), st.shutdownTimeout)
+	defer cancel()
+	// http.Server.Shutdown does not wait for hijacked WebSocket
+	// connections: the STOMP server closes its sessions itself.
+	stompErr := make(chan error, 1)
+	go func() { stompErr <- a.stomp.Shutdown(sctx) }()
+	httpErr := hs.Shutdown(sctx)
+	if err := <-stompErr; err != nil {
+		return fmt.Errorf("closing sessions: %w", err)
+	}
+	if httpErr != nil {
+		return fmt.Errorf("http shutdown: %w", httpErr)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stompgate/stompgate/nginx"
+	"github.com/stompgate/stompgate/policy"
+)
+
+// runNginxConfig prints the nginx config rendered from the policy: the
+// same zones the server enforces, so the two never drift apart. Its
+// settings follow the server's rule: a flag, or the environment variable
+// of the same name.
+func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("wsserver nginx-config", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	policyFile := fs.String("policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
+	listen := fs.String("nginx-listen", nginx.DefaultListen, "nginx listen address (port or host:port)")
+	serverName := fs.String("nginx-server-name", nginx.DefaultServerName, "nginx server_name")
+	ws := fs.String("nginx-ws-upstreams", nginx.DefaultWSUpstream, "comma-separated wsserver instances (host:port)")
+	api := fs.String("nginx-api-upstreams", nginx.DefaultAPIUpstream, "comma-separated application HTTP API servers (host:port)")
+	wsPath := fs.String("ws-path", nginx.DefaultWSPath, "URL path of the STOMP WebSocket endpoint")
+	readTimeout := fs.Duration("nginx-read-timeout", nginx.DefaultReadTimeout, "proxy_read_timeout of WebSocket tunnels; above the heart-beat interval")
+	heartBeat := fs.Duration("heart-beat-send", nginx.DefaultHeartBeat, "the server's heart-beat interval, checked against -nginx-read-timeout")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); err == nil && !set[f.Name] && v != "" {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	pol, err := policy.Load(*policyFile)
+	if err != nil {
+		return fmt.Errorf("-policy: %w", err)
+	}
+	conf, err := nginx.Render(pol, nginx.Config{
+		Listen:       *listen,
+		ServerName:   *serverName,
+		WSUpstreams:  splitList(*ws),
+		APIUpstreams: splitList(*api),
+		WSPath:       *wsPath,
+		ReadTimeout:  *readTimeout,
+		HeartBeat:    max(*heartBeat, time.Duration(0)),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(conf)
+	return err
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"time"
+
+	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/server"
+)
+
+// observer adapts metrics.Metrics to the observer interfaces of the
+// server, the interceptor chain and the handshake limiter, translating
+// their reason strings into the metrics package's bounded enums.
+type observer struct{ m *metrics.Metrics }
+
+var (
+	_ server.Observer          = observer{}
+	_ interceptor.Observer     = observer{}
+	_ interceptor.PassObserver = observer{}
+	_ handshake.Observer       = observer{}
+)
+
+func (o observer) SessionOpened()                 { o.m.SessionOpened() }
+func (o observer) Delivered(dest string, n int)   { o.m.Delivered(dest, n) }
+func (o observer) SlowConsumerDisconnect()        { o.m.SlowConsumerDisconnect() }
+func (o observer) ProtocolErrorClose(kind string) { o.m.ProtocolErrorClose(kind) }
+func (o observer) Panic()                         { o.m.Panic() }
+func (o observer) FrameReceived(cmd string)       { o.m.FrameReceived(cmd) }
+func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
+
+func (o observer) SessionClosed(reason string) {
+	r := metrics.CloseOther
+	switch reason {
+	case "normal":
+		r = metrics.CloseNormal
+	case "auth_failed":
+		r = metrics.CloseAuthFailed
+	case "protocol_error", "rejected":
+		r = metrics.CloseProtocolError
+	case "slow_consumer":
+		r = metrics.CloseSlowConsumer
+	case "heartbeat_timeout":
+		r = metrics.CloseHeartbeatTimeout
+	case "connect_timeout":
+		r = metrics.CloseConnectTimeout
+	case interceptor.RejectAbuse:
+		r = metrics.CloseRateLimitAbuse
+	case "shutdown":
+		r = metrics.CloseShutdown
+	case "panic":
+		r = metrics.ClosePanic
+	case "client_gone":
+		r = metrics.CloseClientGone
+	}
+	o.m.SessionClosed(r)
+}
+
+func (o observer) FrameDropped(cmd, reason string) {
+	r := metrics.DropRejected
+	if reason == interceptor.DropRateLimit {
+		r = metrics.DropRateLimit
+	}
+	o.m.FrameDropped(cmd, r)
+}
+
+func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
+	o.m.LimiterDecision(r.Store, elapsed)
+	switch {
+	case r.Allowed:
+		o.m.Handshake(metrics.HandshakeAccepted)
+	case r.Banned:
+		o.m.Handshake(metrics.HandshakeRejectedBan)
+	case r.Store == handshake.StoreNone:
+		o.m.Handshake(metrics.HandshakeStoreError)
+	default:
+		o.m.Handshake(metrics.HandshakeRejectedLimit)
+	}
+}
+
+func (o observer) StoreError(store string, err error) { o.m.LimiterStoreError(store) }
+func (o observer) Fallback(active bool)               { o.m.SetLimiterFallback(active) }

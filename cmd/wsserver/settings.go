@@ -1,0 +1,147 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// settings are every operator-facing setting. Each is a flag and an
+// environment variable of the same name (-max-frame-size and
+// WSSERVER_MAX_FRAME_SIZE); a flag on the command line wins over the
+// environment. Operators script against these names: keep them stable.
+type settings struct {
+	addr            string
+	wsPath          string
+	logLevel        string
+	logFormat       string
+	shutdownTimeout time.Duration
+
+	maxFrameSize     int
+	maxHeaders       int
+	maxHeaderLine    int
+	maxSubscriptions int
+	connectTimeout   time.Duration
+	heartBeatSend    time.Duration
+	heartBeatRecv    time.Duration
+	heartBeatTol     time.Duration
+	outboundQueue    int
+	writeTimeout     time.Duration
+	allowedOrigins   string
+
+	sendLimit       int
+	sendWindow      time.Duration
+	sendAlgorithm   string
+	limitedCommands string
+	abuseDrops      int
+	abuseWindow     time.Duration
+	abuseBan        time.Duration
+	jwtSecret       string
+	authRequired    bool
+
+	redisURL       string
+	policyFile     string
+	trustedProxies string
+	limiterFail    string
+
+	metricsPrefixes string
+}
+
+// envName is the environment variable of a flag: WSSERVER_ and the name
+// in upper case with '-' as '_'.
+func envName(flagName string) string {
+	return "WSSERVER_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("wsserver", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&s.addr, "addr", ":8080", "listen address")
+	fs.StringVar(&s.wsPath, "ws-path", "/ws", "URL path of the STOMP WebSocket endpoint")
+	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&s.logFormat, "log-format", "text", "log format: text or json")
+	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for sessions to flush and close")
+
+	fs.IntVar(&s.maxFrameSize, "max-frame-size", 64<<10, "largest accepted STOMP frame (and WebSocket message) in bytes")
+	fs.IntVar(&s.maxHeaders, "max-headers", 64, "most header lines per frame")
+	fs.IntVar(&s.maxHeaderLine, "max-header-line", 4096, "longest header line in bytes")
+	fs.IntVar(&s.maxSubscriptions, "max-subscriptions", 100, "most subscriptions per session")
+	fs.DurationVar(&s.connectTimeout, "connect-timeout", 10*time.Second, "deadline for CONNECT after the WebSocket upgrade")
+	fs.DurationVar(&s.heartBeatSend, "heart-beat-send", 10*time.Second, "interval at which the server can send heart-beats (negative: never)")
+	fs.DurationVar(&s.heartBeatRecv, "heart-beat-receive", 10*time.Second, "interval at which the server wants heart-beats (negative: never)")
+	fs.DurationVar(&s.heartBeatTol, "heart-beat-tolerance", 5*time.Second, "added to the negotiated interval before a silent client is closed")
+	fs.IntVar(&s.outboundQueue, "outbound-queue", 1024, "per-session outbound queue in frames; a session whose queue fills is closed as a slow consumer")
+	fs.DurationVar(&s.writeTimeout, "write-timeout", 10*time.Second, "bound on one WebSocket write")
+	fs.StringVar(&s.allowedOrigins, "allowed-origins", "", "comma-separated host patterns of cross-origin pages allowed to connect (e.g. \"*.example.com\"); empty: same origin only")
+
+	fs.IntVar(&s.sendLimit, "send-limit", 20, "limited frames per session per window; excess frames are dropped silently")
+	fs.DurationVar(&s.sendWindow, "send-window", time.Second, "session limiter window")
+	fs.StringVar(&s.sendAlgorithm, "send-limit-algorithm", "fixed", "session limiter: fixed, sliding or token")
+	fs.StringVar(&s.limitedCommands, "limited-commands", "SEND", "comma-separated STOMP commands the session limiter counts")
+	fs.IntVar(&s.abuseDrops, "abuse-drops", 0, "close a session after this many dropped frames within -abuse-window (0: never)")
+	fs.DurationVar(&s.abuseWindow, "abuse-window", 10*time.Second, "window over which -abuse-drops are counted")
+	fs.DurationVar(&s.abuseBan, "abuse-ban", 0, "ban the client IP and principal of a session closed for abuse for this long (0: no ban)")
+	fs.StringVar(&s.jwtSecret, "jwt-secret", "", "HS256 secret for JWT authentication (empty: anonymous sessions)")
+	fs.BoolVar(&s.authRequired, "auth-required", false, "refuse sessions without a valid JWT (needs -jwt-secret)")
+
+	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
+	fs.StringVar(&s.policyFile, "policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
+	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")
+	fs.StringVar(&s.limiterFail, "limiter-fail", "open", "when Redis is unreachable: open (decide in process memory) or closed (refuse handshakes)")
+
+	fs.StringVar(&s.metricsPrefixes, "metrics-destination-prefixes", "", "comma-separated destination prefixes that get their own label on delivery metrics")
+
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n\nEvery flag can also be set by the environment variable shown.\n\n")
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		sort.Strings(names)
+		for _, n := range names {
+			f := fs.Lookup(n)
+			fmt.Fprintf(out, "  -%s (%s)\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
+		}
+	}
+	return fs
+}
+
+// parse reads args, then fills every flag not given on the command line
+// from its environment variable. An error names the setting.
+func (s *settings) parse(args []string, getenv func(string) string, out io.Writer) error {
+	fs := s.flagSet(out)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if err != nil || set[f.Name] {
+			return
+		}
+		v := getenv(envName(f.Name))
+		if v == "" {
+			return
+		}
+		if e := fs.Set(f.Name, v); e != nil {
+			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
+		}
+	})
+	return err
+}
+
+// splitList splits a comma-separated setting, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
