@@ -78,8 +78,10 @@ func (s *Server) nextSessionID() string {
 	return string(strconv.AppendUint(buf[:n+1], s.idSeq.Add(1), 36))
 }
 
-// ServeHTTP upgrades the request to a WebSocket and serves one STOMP
-// session on it until it ends. It returns 503 once Shutdown has begun.
+// ServeHTTP upgrades the request to a WebSocket and starts a STOMP session
+// on it, on a goroutine of its own, so that the HTTP server's connection
+// goroutine, request and buffers are released while the session lives.
+// It returns 503 once Shutdown has begun.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.shutting {
@@ -90,9 +92,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sessions.Add(1)
 	s.mu.Unlock()
-	defer s.sessions.Done()
+	started := false
+	defer func() {
+		if !started {
+			s.sessions.Done()
+		}
+	}()
 
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	conn, err := websocket.Accept(leanHijacker{w}, r, &websocket.AcceptOptions{
 		Subprotocols:    Subprotocols,
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
@@ -122,7 +129,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.Ready() {
 		sess.shutdown()
 	}
-	sess.serve()
+	started = true
+	go func() {
+		defer s.sessions.Done()
+		sess.serve()
+	}()
 }
 
 // Shutdown stops taking new sessions, sends every open session an ERROR
