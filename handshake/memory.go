@@ -219,6 +219,9 @@ type memShard struct {
 	head     int32
 	tail     int32
 	free     int32
+	// bans counts the ban entries, so that the common case (no ban in
+	// the shard) skips the ban lookup.
+	bans int
 	// pad keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
 }
@@ -232,7 +235,7 @@ func (sh *memShard) init(capacity int) {
 // banUntilLocked reports whether key is banned at nowMs and until when. An
 // expired ban is removed.
 func (sh *memShard) banUntilLocked(key string, nowMs int64) (int64, bool) {
-	if len(sh.index) == 0 {
+	if sh.bans == 0 {
 		return 0, false
 	}
 	i, ok := sh.index[memKey{key: key, ban: true}]
@@ -263,6 +266,12 @@ func (sh *memShard) insertLocked(k memKey, n memNode) {
 		i = sh.tail
 		sh.unlinkLocked(i)
 		delete(sh.index, sh.nodes[i].key)
+		if sh.nodes[i].key.ban {
+			sh.bans--
+		}
+	}
+	if k.ban {
+		sh.bans++
 	}
 	n.key = k
 	sh.nodes[i] = n
@@ -274,6 +283,9 @@ func (sh *memShard) insertLocked(k memKey, n memNode) {
 func (sh *memShard) removeLocked(i int32) {
 	sh.unlinkLocked(i)
 	delete(sh.index, sh.nodes[i].key)
+	if sh.nodes[i].key.ban {
+		sh.bans--
+	}
 	sh.nodes[i] = memNode{next: sh.free}
 	sh.free = i
 }

@@ -233,3 +233,40 @@ func TestMemoryStoreClock(t *testing.T) {
 		t.Error("request after 334ms refused, want allowed")
 	}
 }
+
+// A ban is an entry like any other: it can be evicted, and the shard's ban
+// count follows insertions, lifts and evictions.
+func TestMemoryStoreBanEviction(t *testing.T) {
+	s, err := NewMemoryStore(MemoryConfig{MaxKeys: 1, Shards: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := &s.shards[0]
+	if err := s.BanAt(t0, "a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if sh.bans != 1 {
+		t.Fatalf("bans after BanAt = %d, want 1", sh.bans)
+	}
+	if r, _ := s.AllowAt(t0, "a", handshakeLimit); !r.Banned {
+		t.Fatalf("a = %+v, want Banned", r)
+	}
+	if r, _ := s.AllowAt(t0, "b", handshakeLimit); !r.Allowed {
+		t.Fatalf("b = %+v, want allowed", r)
+	}
+	if sh.bans != 0 {
+		t.Errorf("bans after the ban was evicted = %d, want 0", sh.bans)
+	}
+	if r, _ := s.AllowAt(t0, "a", handshakeLimit); r.Banned {
+		t.Errorf("a after its ban was evicted = %+v, want not banned", r)
+	}
+	if err := s.BanAt(t0, "a", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BanAt(t0, "a", -1); err != nil {
+		t.Fatal(err)
+	}
+	if sh.bans != 0 || s.Len() != 0 {
+		t.Errorf("after lifting: bans %d, Len %d; want 0, 0", sh.bans, s.Len())
+	}
+}

@@ -21,13 +21,12 @@ import (
 //	rediss+cluster://...                           the same over TLS
 //
 // Host defaults to localhost, port to 6379 (26379 for Sentinels), db to 0.
-// For Sentinel, the hosts
-// are the Sentinels, master is the monitored master's name, and the user
-// and password authenticate to the Sentinels and to the master (options
-// username= and password= give the master different ones). For Cluster, the
-// hosts are seed nodes; db is not supported. Options are go-redis' URL
-// options in snake case (dial_timeout=1s, pool_size=20, ...); unknown ones
-// are errors.
+// For Sentinel, the hosts are the Sentinels, master is the monitored
+// master's name, and the user and password authenticate to the Sentinels
+// and to the master (options username= and password= give the master
+// different ones). For Cluster, the hosts are seed nodes; db is not
+// supported. Options are go-redis' URL options in snake case
+// (dial_timeout=1s, pool_size=20, ...); unknown ones are errors.
 //
 // The client always has ContextTimeoutEnabled set, so a per-call context
 // deadline (RedisConfig.Timeout) also bounds a server that accepts the
