@@ -23,6 +23,7 @@ const numShards = 64
 // The zero value is not usable; call New. A Broker is safe for concurrent
 // use.
 type Broker struct {
+	hooks  Hooks
 	seed   maphash.Seed
 	prefix string // message-id prefix, unique per process
 	seq    atomic.Uint64
@@ -37,12 +38,33 @@ type shard struct {
 	topics map[string][]*Subscription
 }
 
+// Hooks is told when a destination gains its first subscription and loses
+// its last one, for example to subscribe a cross-instance relay only to
+// destinations with local subscribers. Both methods are called with the
+// destination's shard locked, so calls for one destination arrive in
+// order; they must not block and must not call back into the Broker.
+type Hooks interface {
+	FirstSubscriber(dest string)
+	LastSubscriberGone(dest string)
+}
+
+// Config configures a Broker. The zero value is a broker without hooks.
+type Config struct {
+	// Hooks, if not nil, is told about first and last subscriptions.
+	Hooks Hooks
+}
+
 // New returns an empty broker whose message ids start with a random
 // per-process prefix, so ids stay unique across restarts and instances.
-func New() *Broker {
+// It is NewWithConfig(Config{}).
+func New() *Broker { return NewWithConfig(Config{}) }
+
+// NewWithConfig returns an empty broker configured by cfg.
+func NewWithConfig(cfg Config) *Broker {
 	var raw [5]byte
 	_, _ = rand.Read(raw[:])
 	b := &Broker{
+		hooks:  cfg.Hooks,
 		seed:   maphash.MakeSeed(),
 		prefix: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:]),
 	}
@@ -75,6 +97,9 @@ func (b *Broker) Subscribe(sub *Subscription) (first bool) {
 	subs := make([]*Subscription, len(old), len(old)+1)
 	copy(subs, old)
 	sh.topics[sub.Destination] = append(subs, sub)
+	if len(old) == 0 && b.hooks != nil {
+		b.hooks.FirstSubscriber(sub.Destination)
+	}
 	return len(old) == 0
 }
 
@@ -91,6 +116,9 @@ func (b *Broker) Unsubscribe(sub *Subscription) (removed, last bool) {
 		}
 		if len(old) == 1 {
 			delete(sh.topics, sub.Destination)
+			if b.hooks != nil {
+				b.hooks.LastSubscriberGone(sub.Destination)
+			}
 			return true, true
 		}
 		subs := make([]*Subscription, 0, len(old)-1)

@@ -85,6 +85,9 @@ type Config struct {
 	Chain *interceptor.Chain
 	// Broker delivers messages. Nil: a new in-process broker.
 	Broker *broker.Broker
+	// Relay, if not nil, also receives every message published here, for
+	// delivery on other instances. Nil: single instance.
+	Relay Relay
 	// Observer is told about session events for metrics. Nil: none.
 	Observer Observer
 	// Logger receives state changes (sessions closed for a reason other
@@ -92,6 +95,15 @@ type Config struct {
 	Logger *slog.Logger
 	// Name is the CONNECTED server header. Default "stompgate".
 	Name string
+}
+
+// Relay carries messages that passed the chain to other instances. The
+// relay learns which destinations have local subscribers through the
+// broker's Hooks, and delivers messages from other instances with
+// Broker.Publish.
+type Relay interface {
+	// Publish hands m to the relay without blocking; the relay batches.
+	Publish(m *broker.Message)
 }
 
 // Observer receives the server's session events. metrics.Metrics

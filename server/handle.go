@@ -262,6 +262,9 @@ func (s *session) onSend(f *stompframe.Frame) bool {
 }
 
 func (s *session) publish(m *broker.Message) {
+	if s.srv.cfg.Relay != nil {
+		s.srv.cfg.Relay.Publish(m)
+	}
 	n := s.srv.cfg.Broker.Publish(m)
 	s.srv.cfg.Observer.Delivered(m.Destination, n)
 }

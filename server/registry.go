@@ -73,3 +73,11 @@ func (r *registry) each(fn func(*session)) {
 		batch = batch[:0]
 	}
 }
+
+func (r *registry) get(id string) (*session, bool) {
+	sh := &r.shards[r.shard(id)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s, ok := sh.m[id]
+	return s, ok
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -161,4 +162,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-done
 		return ctx.Err()
 	}
+}
+
+// SessionCounts returns the frame accounting of the open session with the
+// given id (the CONNECTED session header): received, passed and dropped.
+func (s *Server) SessionCounts(id string) (interceptor.Counts, bool) {
+	sess, ok := s.reg.get(id)
+	if !ok {
+		return interceptor.Counts{}, false
+	}
+	return sess.st.Counts(), true
 }
