@@ -50,6 +50,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := st.parse(args, getenv, stdout); err != nil {
 		return err
 	}
+	if err := st.validate(); err != nil {
+		return err
+	}
 	logger, err := newLogger(st.logLevel, st.logFormat, stdout)
 	if err != nil {
 		return err

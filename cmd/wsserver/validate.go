@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// validate checks every setting before anything is built, so that a bad
+// value stops start-up with a message naming the flag and its environment
+// variable rather than the internal field it ends up in.
+func (s *settings) validate() error {
+	bad := func(name string, v any, why string) error {
+		return fmt.Errorf("-%s (%s) %v: %s", name, envName(name), v, why)
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+		min  int
+	}{
+		{"max-frame-size", s.maxFrameSize, 1},
+		{"max-headers", s.maxHeaders, 1},
+		{"max-header-line", s.maxHeaderLine, 1},
+		{"max-subscriptions", s.maxSubscriptions, 1},
+		{"outbound-queue", s.outboundQueue, 1},
+		{"send-limit", s.sendLimit, 1},
+		{"abuse-drops", s.abuseDrops, 0},
+	} {
+		if c.v < c.min {
+			if c.min == 0 {
+				return bad(c.name, c.v, "must not be negative")
+			}
+			return bad(c.name, c.v, "must be positive")
+		}
+	}
+	if s.maxFrameSize > 1<<30 {
+		return bad("max-frame-size", s.maxFrameSize, "must be at most 1 GiB")
+	}
+	for _, c := range []struct {
+		name     string
+		v        time.Duration
+		positive bool
+	}{
+		{"shutdown-timeout", s.shutdownTimeout, true},
+		{"connect-timeout", s.connectTimeout, true},
+		{"heart-beat-tolerance", s.heartBeatTol, false},
+		{"write-timeout", s.writeTimeout, true},
+		{"send-window", s.sendWindow, true},
+		{"abuse-window", s.abuseWindow, true},
+		{"abuse-ban", s.abuseBan, false},
+	} {
+		switch {
+		case c.positive && c.v <= 0:
+			return bad(c.name, c.v, "must be positive")
+		case c.v < 0:
+			return bad(c.name, c.v, "must not be negative")
+		}
+	}
+	if !strings.HasPrefix(s.wsPath, "/") {
+		return bad("ws-path", s.wsPath, `must start with "/"`)
+	}
+	switch s.sendAlgorithm {
+	case "fixed", "sliding", "token":
+	default:
+		return bad("send-limit-algorithm", s.sendAlgorithm, "want fixed, sliding or token")
+	}
+	switch s.limiterFail {
+	case "open", "closed":
+	default:
+		return bad("limiter-fail", s.limiterFail, "want open or closed")
+	}
+	if s.authRequired && s.jwtSecret == "" {
+		return fmt.Errorf("-auth-required (%s) needs -jwt-secret (%s)", envName("auth-required"), envName("jwt-secret"))
+	}
+	if s.abuseBan > 0 && s.abuseDrops == 0 {
+		return bad("abuse-ban", s.abuseBan, "needs -abuse-drops to be set")
+	}
+	return nil
+}
