@@ -109,6 +109,9 @@ type Relay interface {
 // Observer receives the server's session events. metrics.Metrics
 // implements it.
 type Observer interface {
+	// Handshake reports how a WebSocket upgrade request that reached the
+	// server ended: one of the Handshake* values.
+	Handshake(result string)
 	SessionOpened()
 	SessionClosed(reason string)
 	Delivered(destination string, n int)
@@ -119,12 +122,26 @@ type Observer interface {
 
 type nopObserver struct{}
 
+func (nopObserver) Handshake(string)          {}
 func (nopObserver) SessionOpened()            {}
 func (nopObserver) SessionClosed(string)      {}
 func (nopObserver) Delivered(string, int)     {}
 func (nopObserver) SlowConsumerDisconnect()   {}
 func (nopObserver) ProtocolErrorClose(string) {}
 func (nopObserver) Panic()                    {}
+
+// Handshake results reported to Observer.Handshake.
+const (
+	// HandshakeAccepted: the upgrade went through.
+	HandshakeAccepted = "accepted"
+	// HandshakeRejectedOrigin: a cross-origin page not allowed by
+	// OriginPatterns (403).
+	HandshakeRejectedOrigin = "rejected_origin"
+	// HandshakeRejectedShutdown: Shutdown has begun (503).
+	HandshakeRejectedShutdown = "rejected_shutdown"
+	// HandshakeUpgradeFailed: not a valid WebSocket upgrade.
+	HandshakeUpgradeFailed = "upgrade_failed"
+)
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {

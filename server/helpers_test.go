@@ -160,7 +160,8 @@ type countingObserver struct {
 	panics    int
 }
 
-func (o *countingObserver) SessionOpened() { o.mu.Lock(); o.opened++; o.mu.Unlock() }
+func (o *countingObserver) SessionOpened()   { o.mu.Lock(); o.opened++; o.mu.Unlock() }
+func (o *countingObserver) Handshake(string) {}
 func (o *countingObserver) SessionClosed(r string) {
 	o.mu.Lock()
 	o.closed[r]++

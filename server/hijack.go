@@ -22,10 +22,21 @@ const (
 // request stay in front of the connection.
 type leanHijacker struct {
 	http.ResponseWriter
+	status int // the status written by a refused upgrade
 }
 
+// WriteHeader records the status so a refused upgrade can be counted by
+// its cause.
+func (w *leanHijacker) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *leanHijacker) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // Hijack implements http.Hijacker.
-func (w leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err

@@ -87,6 +87,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.shutting {
 		s.mu.Unlock()
+		s.cfg.Observer.Handshake(HandshakeRejectedShutdown)
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return
@@ -100,16 +101,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	conn, err := websocket.Accept(leanHijacker{w}, r, &websocket.AcceptOptions{
+	lw := &leanHijacker{ResponseWriter: w}
+	conn, err := websocket.Accept(lw, r, &websocket.AcceptOptions{
 		Subprotocols:    Subprotocols,
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
 		// Accept has written the HTTP error response.
+		if lw.status == http.StatusForbidden {
+			s.cfg.Observer.Handshake(HandshakeRejectedOrigin)
+		} else {
+			s.cfg.Observer.Handshake(HandshakeUpgradeFailed)
+		}
 		s.cfg.Logger.Debug("websocket accept failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
+	s.cfg.Observer.Handshake(HandshakeAccepted)
 	conn.SetReadLimit(int64(s.cfg.Limits.MaxFrameSize))
 
 	ip, ok := handshake.ClientIPFrom(r.Context())

@@ -64,11 +64,28 @@ func (o observer) FrameDropped(cmd, reason string) {
 	o.m.FrameDropped(cmd, r)
 }
 
+// Handshake counts how an upgrade that reached the STOMP server ended.
+func (o observer) Handshake(result string) {
+	r := metrics.HandshakeOther
+	switch result {
+	case server.HandshakeAccepted:
+		r = metrics.HandshakeAccepted
+	case server.HandshakeRejectedOrigin:
+		r = metrics.HandshakeRejectedOrigin
+	case server.HandshakeRejectedShutdown:
+		r = metrics.HandshakeRejectedShutdown
+	case server.HandshakeUpgradeFailed:
+		r = metrics.HandshakeUpgradeFailed
+	}
+	o.m.Handshake(r)
+}
+
+// Decision counts the limiter's refusals; an allowed request is counted
+// by Handshake once the upgrade has gone through.
 func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 	o.m.LimiterDecision(r.Store, elapsed)
 	switch {
 	case r.Allowed:
-		o.m.Handshake(metrics.HandshakeAccepted)
 	case r.Banned:
 		o.m.Handshake(metrics.HandshakeRejectedBan)
 	case r.Store == handshake.StoreNone:

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -56,8 +55,12 @@ func (s *settings) validate() error {
 			return bad(c.name, c.v, "must not be negative")
 		}
 	}
-	if !strings.HasPrefix(s.wsPath, "/") {
-		return bad("ws-path", s.wsPath, `must start with "/"`)
+	if !validPath(s.wsPath) {
+		return bad("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
+	}
+	switch s.wsPath {
+	case "/", "/healthz", "/readyz", "/metrics":
+		return bad("ws-path", s.wsPath, "is taken by another endpoint")
 	}
 	switch s.sendAlgorithm {
 	case "fixed", "sliding", "token":
@@ -76,4 +79,22 @@ func (s *settings) validate() error {
 		return bad("abuse-ban", s.abuseBan, "needs -abuse-drops to be set")
 	}
 	return nil
+}
+
+// validPath reports whether p is a plain absolute URL path that is safe
+// as a ServeMux pattern: no spaces, wildcards or escapes.
+func validPath(p string) bool {
+	if len(p) == 0 || p[0] != '/' {
+		return false
+	}
+	for i := 1; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '-' || c == '.' || c == '_' || c == '~' || c == '/':
+		default:
+			return false
+		}
+	}
+	return true
 }
