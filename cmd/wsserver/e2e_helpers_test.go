@@ -1,0 +1,297 @@
+package main
+
+// Helpers of the end-to-end tests: the wired app on an httptest listener,
+// real STOMP clients over WebSocket, and a /metrics scraper.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-stomp/stomp/v3"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// clientTimeout bounds every client step of the tests: a dial, a CONNECT,
+// a RECEIPT, a message. It is far above what any step needs; reaching it
+// means the step is stuck.
+const clientTimeout = 10 * time.Second
+
+// startApp wires the server as run does, from the command-line args on
+// top of the defaults (no environment), and serves it on an httptest
+// listener. It returns the listener's base URL ("http://127.0.0.1:port")
+// and the app. The sessions are shut down and the listener closed when the
+// test ends.
+func startApp(t *testing.T, args ...string) (string, *app) {
+	t.Helper()
+	return startAppEnv(t, nil, args...)
+}
+
+// startAppEnv is startApp with environment variables (WSSERVER_*).
+func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *app) {
+	t.Helper()
+	var st settings
+	if err := st.parse(args, func(k string) string { return env[k] }, io.Discard); err != nil {
+		t.Fatalf("settings %q: %v", args, err)
+	}
+	if err := st.validate(); err != nil {
+		t.Fatalf("settings %q: %v", args, err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, err := newApp(context.Background(), &st, logger)
+	if err != nil {
+		t.Fatalf("newApp %q: %v", args, err)
+	}
+	hs := httptest.NewServer(a.handler)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+		defer cancel()
+		if err := a.stomp.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		hs.Close()
+		a.close()
+	})
+	return hs.URL, a
+}
+
+// wsURL turns the base URL of startApp (or of an nginx in front) into the
+// WebSocket endpoint's URL.
+func wsURL(base string) string {
+	return "ws" + strings.TrimPrefix(base, "http") + "/ws"
+}
+
+// dialWS performs the WebSocket handshake only. On a refused handshake it
+// returns the response (with up to 1 KiB of its body) and the error. A
+// connection it returns is closed when the test ends.
+func dialWS(t *testing.T, url string) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	if err != nil {
+		return nil, resp, err
+	}
+	t.Cleanup(func() { _ = ws.CloseNow() })
+	return ws, resp, nil
+}
+
+// connectStomp runs the go-stomp client over an open WebSocket: CONNECT
+// without heart-beats, bounded waits for RECEIPTs. The client is
+// disconnected when the test ends, if the test has not done it.
+func connectStomp(t *testing.T, ws *websocket.Conn, opts ...func(*stomp.Conn) error) *stomp.Conn {
+	t.Helper()
+	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
+	all := append([]func(*stomp.Conn) error{
+		stomp.ConnOpt.HeartBeat(0, 0),
+		stomp.ConnOpt.RcvReceiptTimeout(clientTimeout),
+		stomp.ConnOpt.DisconnectReceiptTimeout(clientTimeout),
+		stomp.ConnOpt.Logger(quietLogger{}),
+	}, opts...)
+	c, err := stomp.Connect(nc, all...)
+	if err != nil {
+		t.Fatalf("stomp.Connect: %v", err)
+	}
+	t.Cleanup(func() {
+		if c.Disconnect() != nil {
+			_ = c.MustDisconnect()
+		}
+	})
+	return c
+}
+
+// disconnect sends DISCONNECT with a receipt and waits for the RECEIPT,
+// which the server sends after handling every frame before it. go-stomp
+// closes the WebSocket once the RECEIPT is in; when the server has closed
+// it first, that close reports net.ErrClosed, which is no failure.
+func disconnect(t *testing.T, c *stomp.Conn) {
+	t.Helper()
+	if err := c.Disconnect(); err != nil && !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("DISCONNECT: %v", err)
+	}
+}
+
+// quietLogger drops the go-stomp client's debug and info lines (it logs
+// each subscription ending when a connection closes) and keeps warnings
+// and errors.
+type quietLogger struct{}
+
+func (quietLogger) Debugf(string, ...any)       {}
+func (quietLogger) Infof(string, ...any)        {}
+func (quietLogger) Warningf(f string, v ...any) { log.Printf("stomp client: "+f, v...) }
+func (quietLogger) Errorf(f string, v ...any)   { log.Printf("stomp client: "+f, v...) }
+func (quietLogger) Debug(string)                {}
+func (quietLogger) Info(string)                 {}
+func (quietLogger) Warning(msg string)          { log.Print("stomp client: " + msg) }
+func (quietLogger) Error(msg string)            { log.Print("stomp client: " + msg) }
+
+// dialStomp is dialWS then connectStomp; a refused handshake fails the
+// test.
+func dialStomp(t *testing.T, url string, opts ...func(*stomp.Conn) error) *stomp.Conn {
+	t.Helper()
+	ws, resp, err := dialWS(t, url)
+	if err != nil {
+		t.Fatalf("dial %s: %v (%s)", url, err, describe(resp))
+	}
+	return connectStomp(t, ws, opts...)
+}
+
+// describe summarizes a handshake response for failure messages.
+func describe(resp *http.Response) string {
+	if resp == nil {
+		return "no response"
+	}
+	body := ""
+	if resp.Body != nil {
+		b, _ := io.ReadAll(resp.Body)
+		body = strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("HTTP %d %v %q", resp.StatusCode, resp.Header, body)
+}
+
+// subscribe subscribes c to dest and waits until the server has the
+// subscription in place: a SEND with a receipt on the same connection is
+// answered only after the SUBSCRIBE before it was processed. (The go-stomp
+// client must not be given a receipt on SUBSCRIBE itself.)
+func subscribe(t *testing.T, c *stomp.Conn, dest string) *stomp.Subscription {
+	t.Helper()
+	sub, err := c.Subscribe(dest, stomp.AckAuto)
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", dest, err)
+	}
+	if err := c.Send("/topic/sync", "", nil, stomp.SendOpt.Receipt); err != nil {
+		t.Fatalf("sync after subscribe %s: %v", dest, err)
+	}
+	return sub
+}
+
+// nextMessage returns the next message of sub, failing the test after
+// clientTimeout or if the subscription ends with an error.
+func nextMessage(t *testing.T, sub *stomp.Subscription) *stomp.Message {
+	t.Helper()
+	select {
+	case m, ok := <-sub.C:
+		if !ok {
+			t.Fatalf("subscription %s closed", sub.Destination())
+		}
+		if m.Err != nil {
+			t.Fatalf("subscription %s: %v", sub.Destination(), m.Err)
+		}
+		return m
+	case <-time.After(clientTimeout):
+		t.Fatalf("no message on %s within %v", sub.Destination(), clientTimeout)
+	}
+	return nil
+}
+
+// samples is a /metrics scrape: every sample by "name{label="value",...}"
+// with labels sorted by name, or "name" for a sample without labels.
+// Histograms and summaries appear as their _count and _sum.
+type samples map[string]float64
+
+// scrape reads base+"/metrics" and parses the text exposition format.
+func scrape(t *testing.T, base string) samples {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: got status %d, want 200", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	out := samples{}
+	for name, fam := range families {
+		for _, m := range fam.GetMetric() {
+			labels := labelString(m.GetLabel())
+			switch {
+			case m.Counter != nil:
+				out[name+labels] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[name+labels] = m.GetGauge().GetValue()
+			case m.Untyped != nil:
+				out[name+labels] = m.GetUntyped().GetValue()
+			case m.Histogram != nil:
+				out[name+"_count"+labels] = float64(m.GetHistogram().GetSampleCount())
+				out[name+"_sum"+labels] = m.GetHistogram().GetSampleSum()
+			case m.Summary != nil:
+				out[name+"_count"+labels] = float64(m.GetSummary().GetSampleCount())
+				out[name+"_sum"+labels] = m.GetSummary().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+// labelString renders labels as {a="x",b="y"}, sorted by name; "" for
+// none.
+func labelString(labels []*dto.LabelPair) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	parts := make([]string, len(labels))
+	for i, l := range labels {
+		parts[i] = fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())
+	}
+	sort.Strings(parts)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// sum adds up the samples of metric name whose labels include every one
+// of match ("command=\"SEND\"" style pairs); with no match, the samples
+// of every label set.
+func (s samples) sum(name string, match ...string) float64 {
+	var total float64
+	for key, v := range s {
+		labels, ok := strings.CutPrefix(key, name)
+		if !ok || (labels != "" && labels[0] != '{') {
+			continue
+		}
+		all := true
+		for _, m := range match {
+			if !strings.Contains(labels, m) {
+				all = false
+				break
+			}
+		}
+		if all {
+			total += v
+		}
+	}
+	return total
+}
+
+// waitFor polls cond every 10ms until it returns nil, and fails the test
+// with cond's last error if that takes longer than timeout.
+func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
