@@ -11,6 +11,7 @@ command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 command -v node >/dev/null 2>&1 || need+=(nodejs npm)
+if [ -f e2e/browser/package.json ] && [ ! -x /usr/bin/chromium ]; then need+=(chromium); fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -19,9 +20,14 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 export PATH="$PATH:/usr/sbin"
 
-if [ -f e2e/js/package.json ]; then
-  (cd e2e/js && { [ -d node_modules ] || npm ci --no-audit --no-fund --silent; })
-fi
+# Node test projects: (re)install when the lock file changed since the
+# last install.
+for dir in e2e/js e2e/browser; do
+  [ -f "$dir/package-lock.json" ] || continue
+  if ! cmp -s "$dir/package-lock.json" "$dir/node_modules/.stompgate-lock"; then
+    (cd "$dir" && npm ci --no-audit --no-fund --silent && cp package-lock.json node_modules/.stompgate-lock)
+  fi
+done
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
