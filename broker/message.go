@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -27,8 +26,12 @@ type Message struct {
 	body    []byte
 	// tail holds the shared encoding per version, indexed by versionIndex;
 	// filled by prepare on the publishing goroutine before the message is
-	// handed to any subscriber.
+	// handed to any subscriber. A message built by NewMessage keeps its
+	// body inside the V12 tail rather than in a copy of its own.
 	tail [3][]byte
+	// hbuf holds the headers of a message that has few of them, so that
+	// building it does not allocate a slice for them.
+	hbuf [4]stompframe.Header
 }
 
 // reserved are SEND headers the server sets itself or that describe the
@@ -57,7 +60,10 @@ func NewMessage(id string, f *stompframe.Frame) *Message {
 		ID:          id,
 		Destination: dest,
 		Binary:      !utf8.Valid(f.Body),
-		headers:     make([]stompframe.Header, 0, n),
+	}
+	m.headers = m.hbuf[:0]
+	if n > len(m.hbuf) {
+		m.headers = make([]stompframe.Header, 0, n)
 	}
 	for i, h := range f.Headers {
 		if reserved(h.Name) || seenBefore(f.Headers[:i], h.Name) {
@@ -65,8 +71,13 @@ func NewMessage(id string, f *stompframe.Frame) *Message {
 		}
 		m.headers = append(m.headers, h)
 	}
-	m.body = append([]byte(nil), f.Body...)
+	// The V12 encoding ends with the body and its NUL: keep that copy of
+	// the body instead of making a second one.
+	m.body = f.Body
 	m.prepare(stompframe.V12)
+	t := m.tail[versionIndex(stompframe.V12)]
+	end := len(t) - 1
+	m.body = t[end-len(f.Body) : end : end]
 	return m
 }
 
@@ -110,21 +121,73 @@ func (m *Message) prepare(v stompframe.Version) {
 	if m.tail[i] != nil {
 		return
 	}
-	b := make([]byte, 0, 96+len(m.Destination)+len(m.ID)+len(m.body)+32*len(m.headers))
+	m.tail[i] = m.appendTail(make([]byte, 0, m.tailLen(v)), v)
+}
+
+// appendTail appends the part of the MESSAGE frame that is the same for
+// every subscriber of version v: the headers after subscription (and
+// ack), the blank line, the body and the NUL.
+func (m *Message) appendTail(b []byte, v stompframe.Version) []byte {
 	b = stompframe.AppendHeader(b, "destination", m.Destination, v)
 	b = stompframe.AppendHeaderRaw(b, "message-id", m.ID)
 	for _, h := range m.headers {
 		b = stompframe.AppendHeader(b, h.Name, h.Value, v)
 	}
-	b = append(b, "content-length:"...)
-	b = strconv.AppendInt(b, int64(len(m.body)), 10)
-	b = append(b, '\n', '\n')
+	b = stompframe.AppendContentLength(b, len(m.body))
+	b = append(b, '\n')
 	b = append(b, m.body...)
-	b = append(b, 0)
-	m.tail[i] = b
+	return append(b, 0)
 }
 
-// AppendFrame appends the MESSAGE frame for sub to dst.
+// tailLen returns the length of appendTail's output for v.
+func (m *Message) tailLen(v stompframe.Version) int {
+	n := headerLen("destination", m.Destination, v) + len("message-id:\n") + len(m.ID)
+	for _, h := range m.headers {
+		n += headerLen(h.Name, h.Value, v)
+	}
+	n += len("content-length:\n\n") + decimalLen(len(m.body))
+	return n + len(m.body) + 1
+}
+
+// headerLen returns the length of the header line stompframe.AppendHeader
+// writes for name, value and v.
+func headerLen(name, value string, v stompframe.Version) int {
+	return len(name) + escapes(name, v) + 1 + len(value) + escapes(value, v) + 1
+}
+
+// escapes counts the bytes of s that version v writes as a two-byte
+// escape sequence (STOMP 1.2 "Value Encoding"; 1.1 has no escape for CR,
+// 1.0 none at all).
+func escapes(s string, v stompframe.Version) int {
+	if v < stompframe.V11 {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '\n', ':':
+			n++
+		case '\r':
+			if v >= stompframe.V12 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// decimalLen returns the number of decimal digits of n >= 0.
+func decimalLen(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
+}
+
+// AppendFrame appends the MESSAGE frame for sub to dst. The shared part
+// is copied from the encoding Publish prepared for sub's version; for a
+// version the message was not published to, it is encoded into dst.
 func (m *Message) AppendFrame(dst []byte, sub *Subscription) []byte {
 	dst = append(dst, sub.head...)
 	if sub.Ack != AckAuto && sub.Version >= stompframe.V12 {
@@ -132,10 +195,17 @@ func (m *Message) AppendFrame(dst []byte, sub *Subscription) []byte {
 		dst = append(dst, m.ID...)
 		dst = append(dst, '\n')
 	}
-	return append(dst, m.tail[versionIndex(sub.Version)]...)
+	if t := m.tail[versionIndex(sub.Version)]; t != nil {
+		return append(dst, t...)
+	}
+	return m.appendTail(dst, sub.Version)
 }
 
 // Size is an upper bound of the encoded MESSAGE frame for sub.
 func (m *Message) Size(sub *Subscription) int {
-	return len(sub.head) + 5 + len(m.ID) + len(m.tail[versionIndex(sub.Version)])
+	n := len(sub.head) + len("ack:\n") + len(m.ID)
+	if t := m.tail[versionIndex(sub.Version)]; t != nil {
+		return n + len(t)
+	}
+	return n + m.tailLen(sub.Version)
 }

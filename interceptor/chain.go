@@ -77,7 +77,8 @@ type Stage interface {
 // Observer is told about every frame that enters the chain and every frame
 // a stage stops, so that for every session and in total
 // received = passed + dropped(reason) holds whatever the stages are. The
-// Metrics stage counts the passed ones. A nil Observer is allowed.
+// MetricsStage, placed last, reports the passed ones. A nil Observer is
+// allowed.
 type Observer interface {
 	FrameReceived(command string)
 	FrameDropped(command, reason string)
@@ -103,10 +104,11 @@ func NewChain(obs Observer, stages ...Stage) *Chain {
 // Stages returns a copy of the chain's stages in order.
 func (c *Chain) Stages() []Stage { return append([]Stage(nil), c.stages...) }
 
-// Handle passes f through every stage. It counts the frame as received on
-// s, and as dropped (with the stage's reason) when a stage drops or
-// rejects it; a stage that passes frames counts nothing itself except the
-// Metrics stage, which counts passed frames.
+// Handle passes f through every stage. It counts the frame on s as
+// received, then as passed when every stage passed it, or as dropped (with
+// the stage's reason) when a stage drops or rejects it. The session's
+// accounting is the Chain's alone, so it holds whether or not the chain
+// has a MetricsStage and wherever that stage sits.
 func (c *Chain) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 	s.received.Add(1)
 	if c.observer != nil {
@@ -123,5 +125,6 @@ func (c *Chain) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 		}
 		return r
 	}
+	s.passed.Add(1)
 	return Result{}
 }

@@ -12,8 +12,9 @@
 //
 // A stage answers one of three outcomes: Pass (next stage), Drop (stop
 // silently) or Reject (ERROR frame and close). The Chain counts every frame
-// it is given as received and every frame a stage stops as dropped under
-// the stage's reason, so for every session and in total
+// it is given as received, every frame a stage stops as dropped under the
+// stage's reason and every other one as passed, so for every session and
+// in total
 //
 //	received = passed + dropped(reason)
 //

@@ -11,10 +11,11 @@ type PassObserver interface {
 	FramePassed(command string)
 }
 
-// MetricsStage counts the frames that passed every stage before it. It
-// must come last, so that dropped frames never count as processed
-// throughput: drops are counted by the Chain under their reason. It never
-// stops a frame.
+// MetricsStage reports the frames that passed every stage before it to its
+// PassObserver. It must come last, so that dropped frames never count as
+// processed throughput: drops are counted by the Chain under their reason.
+// It never stops a frame. The session's own counters are kept by the
+// Chain, not by this stage.
 //
 // A MetricsStage is safe for concurrent use if its observer is.
 type MetricsStage struct {
@@ -23,13 +24,12 @@ type MetricsStage struct {
 
 var _ Stage = (*MetricsStage)(nil)
 
-// NewMetricsStage returns the stage; obs may be nil, in which case only
-// the session's own counters are kept.
+// NewMetricsStage returns the stage; obs may be nil, in which case the
+// stage does nothing.
 func NewMetricsStage(obs PassObserver) *MetricsStage { return &MetricsStage{obs: obs} }
 
-// Handle counts f as passed.
+// Handle reports f as passed.
 func (m *MetricsStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
-	s.passed.Add(1)
 	if m.obs != nil {
 		m.obs.FramePassed(f.Command)
 	}

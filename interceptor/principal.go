@@ -58,7 +58,7 @@ type PrincipalStage struct {
 
 var _ Stage = (*PrincipalStage)(nil)
 
-// NewPrincipal validates cfg and returns the stage.
+// NewPrincipalStage validates cfg and returns the stage.
 func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
 	if cfg.Required && len(cfg.JWTSecret) == 0 {
 		return nil, errors.New("interceptor: Required authentication needs a JWTSecret")
@@ -190,8 +190,9 @@ func tokenFrom(s *Session, f *stompframe.Frame) string {
 		return v
 	}
 	if v := f.Get("Authorization"); v != "" {
-		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
-			return strings.TrimSpace(t)
+		// The auth scheme name is case-insensitive (RFC 9110 11.1).
+		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
+			return strings.TrimSpace(v[7:])
 		}
 	}
 	if s.Query != nil {
@@ -204,33 +205,71 @@ func tokenFrom(s *Session, f *stompframe.Frame) string {
 // matches any run of characters other than '/' and '.', the separators
 // STOMP destinations use ("/topic/room.42"); "**" matches any run of
 // characters, separators included. Everything else matches itself.
+//
+// The cost is at most proportional to len(pattern)×len(dest), whatever
+// the wildcards: dest comes from the client, so matching must not
+// backtrack exponentially.
 func MatchDestination(pattern, dest string) bool {
-	for len(pattern) > 0 {
-		if strings.HasPrefix(pattern, "**") {
-			rest := pattern[2:]
-			for i := len(dest); i >= 0; i-- {
-				if MatchDestination(rest, dest[i:]) {
-					return true
-				}
-			}
-			return false
-		}
-		if pattern[0] == '*' {
-			rest := pattern[1:]
-			for i := 0; i <= len(dest); i++ {
-				if MatchDestination(rest, dest[i:]) {
-					return true
-				}
-				if i < len(dest) && (dest[i] == '/' || dest[i] == '.') {
-					return false
-				}
-			}
-			return false
-		}
-		if len(dest) == 0 || pattern[0] != dest[0] {
-			return false
-		}
-		pattern, dest = pattern[1:], dest[1:]
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		return pattern == dest
 	}
-	return len(dest) == 0
+	// The literal prefix and suffix around the wildcards match only
+	// themselves, at the ends of dest.
+	if !strings.HasPrefix(dest, pattern[:star]) {
+		return false
+	}
+	pattern, dest = pattern[star:], dest[star:]
+	suffix := pattern[strings.LastIndexByte(pattern, '*')+1:]
+	if !strings.HasSuffix(dest, suffix) {
+		return false
+	}
+	pattern, dest = pattern[:len(pattern)-len(suffix)], dest[:len(dest)-len(suffix)]
+
+	// cur[j] reports whether the pattern read so far can match dest[:j].
+	n := len(dest)
+	var stack [2][128]bool
+	cur, next := stack[0][:], stack[1][:]
+	if n+1 > len(cur) {
+		cur, next = make([]bool, n+1), make([]bool, n+1)
+	}
+	cur, next = cur[:n+1], next[:n+1]
+	cur[0] = true
+	for k := 0; k < len(pattern); {
+		clear(next)
+		found := false
+		switch {
+		case strings.HasPrefix(pattern[k:], "**"):
+			k += 2
+			for j := range next {
+				found = found || cur[j]
+				next[j] = found
+			}
+		case pattern[k] == '*':
+			k++
+			on := false // a match of "*" may end at j
+			for j := range next {
+				on = on || cur[j]
+				next[j] = on
+				found = found || on
+				if j < n && (dest[j] == '/' || dest[j] == '.') {
+					on = false
+				}
+			}
+		default:
+			c := pattern[k]
+			k++
+			for j := range n {
+				if cur[j] && dest[j] == c {
+					next[j+1] = true
+					found = true
+				}
+			}
+		}
+		if !found {
+			return false
+		}
+		cur, next = next, cur
+	}
+	return cur[n]
 }

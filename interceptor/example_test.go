@@ -1,0 +1,80 @@
+package interceptor_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/sessionlimit"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// maxBody drops SEND frames whose body is larger than a byte limit. It
+// keeps no state, so one value serves every session.
+type maxBody int
+
+func (m maxBody) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Time) interceptor.Result {
+	if f.Command == stompframe.CommandSend && len(f.Body) > int(m) {
+		return interceptor.DropFrame("too_large")
+	}
+	return interceptor.Continue()
+}
+
+// ExampleChain embeds the inbound chain with a custom stage between the
+// session limiter and the metrics stage. The limiter counts every SEND,
+// the large one included, before the custom stage drops it; the metrics
+// stage sees only what passed both.
+func ExampleChain() {
+	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	limit, err := interceptor.NewLimitStage(interceptor.LimitConfig{
+		Limit: sessionlimit.Config{Limit: 3, Window: time.Second},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	chain := interceptor.NewChain(nil, principal, limit, maxBody(16), interceptor.NewMetricsStage(nil))
+
+	send := func(body string) *stompframe.Frame {
+		return &stompframe.Frame{
+			Command: stompframe.CommandSend,
+			Headers: []stompframe.Header{{Name: "destination", Value: "/topic/room.1"}},
+			Body:    []byte(body),
+		}
+	}
+	frames := []*stompframe.Frame{
+		{Command: stompframe.CommandConnect},
+		send("hello"),
+		send("a message far longer than sixteen bytes"),
+		send("hi"),
+		send("one too many"),
+		{Command: stompframe.CommandSubscribe, Headers: []stompframe.Header{{Name: "id", Value: "0"}, {Name: "destination", Value: "/topic/room.1"}}},
+	}
+
+	s := &interceptor.Session{ID: "1"}
+	now := time.Date(2026, time.January, 2, 15, 4, 5, 0, time.UTC)
+	for _, f := range frames {
+		r := chain.Handle(s, f, now)
+		if r.Outcome == interceptor.Pass {
+			fmt.Printf("%-9s %2d bytes: %s\n", f.Command, len(f.Body), r.Outcome)
+		} else {
+			fmt.Printf("%-9s %2d bytes: %s (%s)\n", f.Command, len(f.Body), r.Outcome, r.Reason)
+		}
+	}
+	fmt.Println("principal:", s.Principal.Name)
+	c := s.Counts()
+	fmt.Printf("received %d = passed %d + dropped %d\n", c.Received, c.Passed, c.Dropped)
+	// Output:
+	// CONNECT    0 bytes: pass
+	// SEND       5 bytes: pass
+	// SEND      39 bytes: drop (too_large)
+	// SEND       2 bytes: pass
+	// SEND      12 bytes: drop (rate_limit)
+	// SUBSCRIBE  0 bytes: pass
+	// principal: anonymous-1
+	// received 6 = passed 4 + dropped 2
+}
