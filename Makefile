@@ -5,3 +5,6 @@ run:
 
 test:
 	./scripts/test.sh
+
+bench:
+	./scripts/bench.sh

@@ -1,0 +1,111 @@
+// Command loadtest drives load against any STOMP-over-WebSocket server
+// and reports what was delivered, how fast, and what it cost.
+//
+//	go run ./loadtest flood           [flags]  normal users and abusers in rooms
+//	go run ./loadtest throughput      [flags]  P publishers, S subscribers, one topic
+//	go run ./loadtest handshake-storm [flags]  WebSocket handshakes per source IP
+//	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
+//
+// Every scenario takes -url (default ws://127.0.0.1:8080/ws), -login,
+// -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart; run a
+// scenario with -h for its own flags. Progress goes to stderr once a
+// second; the report goes to stdout. Each run stops by itself after its
+// -duration (and a bounded drain); Ctrl-C stops it early and still prints
+// the report so far.
+//
+// # Against wsserver
+//
+// wsserver limits SEND to 20 per second per session by default. flood
+// measures exactly that limit; throughput needs it out of the way:
+//
+//	wsserver -addr 127.0.0.1:8080 -send-limit 1000000
+//
+// The handshake limiter allows 3 handshakes per second per client IP
+// with a burst of 5. handshake-storm measures it from 127.0.0.2,
+// 127.0.0.3, …. The other scenarios keep out of its way: toward a
+// loopback target every session leaves from its own source address
+// (flood and throughput from 127.2.x.y, idle from 127.1.x.y), which the
+// default policy lets through. With -spread-sources=false, or idle's
+// -sessions-per-ip above 6, start the server with a -policy file whose
+// ws_handshake zone is large (rate: 100000r/s, burst: 100000).
+//
+// Subscriptions are confirmed before any SEND: a SUBSCRIBE carries a
+// receipt, followed in the same message by an empty transaction with a
+// receipt as a fence, for servers (go-stomp's) that do not answer
+// receipts on SUBSCRIBE.
+//
+// The tool's own cost matters: it shares the machine with the server. One
+// goroutine reads each connection; publishers wake on a coarse ticker
+// (10 ms to 1 s) and send every frame due in one WebSocket message; frames
+// are built into reused buffers. The report gives the tool's CPU time per
+// message sent or received, and the server's per delivered message when
+// -pid names the server process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// After the first signal the scenario winds down and reports; a
+		// second one ends the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
+		os.Exit(1)
+	}
+}
+
+// scenarios maps each subcommand to its entry point.
+var scenarios = map[string]func(ctx context.Context, args []string, stdout, stderr io.Writer) error{
+	"flood":           runFlood,
+	"throughput":      runThroughput,
+	"handshake-storm": runStorm,
+	"idle":            runIdle,
+}
+
+// run dispatches to the scenario named by args[0].
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return errors.New("no scenario given")
+		}
+		return flag.ErrHelp
+	}
+	fn, ok := scenarios[args[0]]
+	if !ok {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown scenario %q", args[0])
+	}
+	raiseFileLimit(stderr)
+	return fn(ctx, args[1:], stdout, stderr)
+}
+
+const usage = `Usage: loadtest <scenario> [flags]
+
+Scenarios:
+  flood            normal sessions and abusive sessions publishing to rooms
+  throughput       publishers and subscribers on one topic
+  handshake-storm  WebSocket handshakes per source IP against the limiter
+  idle             heart-beating idle sessions and the server's RSS per session
+
+Run "loadtest <scenario> -h" for the flags of a scenario.
+`

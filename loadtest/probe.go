@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// serverReport is what the server says about itself over the run: its
+// frame counters from /metrics and its CPU time.
+type serverReport struct {
+	MetricsURL string `json:"metrics_url,omitempty"`
+	// MetricsAvailable is false when the page could not be scraped or
+	// holds no stompgate frame counters (a server other than wsserver);
+	// MetricsNote says why.
+	MetricsAvailable bool   `json:"metrics_available"`
+	MetricsNote      string `json:"metrics_note,omitempty"`
+	// Frames is the change of the frame counters over the run; Balanced
+	// says whether received = passed + dropped held, in total and for
+	// SEND.
+	Before   *frameCounts `json:"before,omitempty"`
+	After    *frameCounts `json:"after,omitempty"`
+	Frames   *frameCounts `json:"frames,omitempty"`
+	Balanced *bool        `json:"balanced,omitempty"`
+
+	// CPUSource is "proc" (-pid, /proc/<pid>/stat), "metrics"
+	// (process_cpu_seconds_total) or empty when not measured.
+	CPUSource  string  `json:"cpu_source,omitempty"`
+	PID        int     `json:"pid,omitempty"`
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
+	// CPUPerDeliveredMicros is the server's CPU over the run divided by
+	// the MESSAGE frames the tool read; CPUPerSentMicros by the SEND
+	// frames it wrote.
+	CPUPerDeliveredMicros float64 `json:"cpu_per_delivered_us,omitempty"`
+	CPUPerSentMicros      float64 `json:"cpu_per_sent_us,omitempty"`
+}
+
+// serverProbe takes the server's counters before a run and after.
+type serverProbe struct {
+	cfg      *common
+	url      string
+	before   samples
+	scrapeOK bool
+	note     string
+	cpu0     time.Duration
+	cpuOK    bool
+}
+
+func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
+	p := &serverProbe{cfg: cfg, url: cfg.metricsEndpoint()}
+	if p.url == "" {
+		p.note = "scraping turned off (-metrics-url off)"
+	} else if s, err := scrape(ctx, p.url); err != nil {
+		p.note = fmt.Sprintf("no /metrics: %v", err)
+	} else if !s.has(metricReceived) {
+		p.note = "the metrics page has no " + metricReceived + " (not a stompgate server)"
+		p.before = s
+	} else {
+		p.before, p.scrapeOK = s, true
+	}
+	if cfg.pid > 0 {
+		if c, err := procCPU(cfg.pid); err == nil {
+			p.cpu0, p.cpuOK = c, true
+		}
+	}
+	return p
+}
+
+// finish scrapes again and builds the report.
+func (p *serverProbe) finish(ctx context.Context) *serverReport {
+	r := &serverReport{MetricsURL: p.url, MetricsNote: p.note}
+	var after samples
+	if p.url != "" && p.before != nil {
+		s, err := scrape(ctx, p.url)
+		if err != nil {
+			r.MetricsNote = fmt.Sprintf("second scrape failed: %v", err)
+		}
+		after = s
+	}
+	if p.scrapeOK && after != nil {
+		b, a := frameCountsOf(p.before), frameCountsOf(after)
+		d := a.minus(b)
+		ok := d.balanced()
+		r.MetricsAvailable = true
+		r.Before, r.After, r.Frames, r.Balanced = &b, &a, &d, &ok
+	}
+	switch {
+	case p.cpuOK:
+		if c, err := procCPU(p.cfg.pid); err == nil {
+			r.CPUSource, r.PID = "proc", p.cfg.pid
+			r.CPUSeconds = round3((c - p.cpu0).Seconds())
+		}
+	case p.before != nil && after != nil && p.before.has(metricCPU):
+		r.CPUSource = "metrics"
+		r.CPUSeconds = round3(after.sum(metricCPU) - p.before.sum(metricCPU))
+	}
+	return r
+}

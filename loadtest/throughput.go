@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// throughputConfig are the settings of the throughput scenario.
+type throughputConfig struct {
+	common
+	publishers  int
+	subscribers int
+	size        int
+	rate        float64
+	window      int
+}
+
+// Throughput defaults and bounds.
+const (
+	defaultSize = 100
+	// defaultWindow is the unpaced publishers' bound on messages in
+	// flight per subscriber: well under wsserver's default outbound queue
+	// of 1,024 frames, so that a subscriber is never closed as a slow
+	// consumer, and enough to keep batches full.
+	defaultWindow = 256
+	// maxBodySize bounds -size: wsserver's default frame limit is 64 KiB.
+	maxBodySize = 1 << 20
+)
+
+func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
+	fs := newFlagSet("throughput", stderr)
+	c.register(fs, 10*time.Second)
+	fs.IntVar(&c.publishers, "publishers", 1, "publishing sessions, all to one topic")
+	fs.IntVar(&c.subscribers, "subscribers", 1, "subscribing sessions, all on that topic")
+	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", stampLen))
+	fs.Float64Var(&c.rate, "rate", 0, "SEND frames per second per publisher (0: as fast as the in-flight window allows)")
+	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait")
+	return fs
+}
+
+func (c *throughputConfig) validate() error {
+	if err := c.common.validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.publishers <= 0 || c.subscribers <= 0:
+		return fmt.Errorf("-publishers %d / -subscribers %d: must be positive", c.publishers, c.subscribers)
+	case c.publishers+c.subscribers > maxSessions:
+		return fmt.Errorf("-publishers + -subscribers = %d: above the maximum %d", c.publishers+c.subscribers, maxSessions)
+	case c.size < 0 || c.size > maxBodySize:
+		return fmt.Errorf("-size %d: must be in [0, %d]", c.size, maxBodySize)
+	case c.rate < 0 || c.rate > maxRate:
+		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, maxRate)
+	case c.window <= 0:
+		return fmt.Errorf("-window %d: must be positive", c.window)
+	}
+	return nil
+}
+
+// runThroughput is the throughput scenario: every publisher sends to one
+// topic and every subscriber receives everything. Against wsserver, start
+// it with a -send-limit above what a publisher sends (e.g. -send-limit
+// 1000000): its default limit of 20 SEND/s per session would be measured
+// instead.
+func runThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var cfg throughputConfig
+	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
+		return err
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	stopProfile, err := cfg.startProfile()
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	rep, err := throughput(ctx, &cfg, stderr)
+	if err != nil {
+		return err
+	}
+	rate := "unpaced"
+	if cfg.rate > 0 {
+		rate = fmt.Sprintf("%g/s each", cfg.rate)
+	}
+	title := fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies, %v",
+		cfg.publishers, rate, cfg.subscribers, max(cfg.size, stampLen), cfg.duration)
+	return rep.emit(&cfg.common, stdout, title)
+}
+
+func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*report, error) {
+	r := newLoadRun(&cfg.common, stderr)
+	defer r.closeAll()
+	cls := &class{name: "throughput", fanout: int64(cfg.subscribers), publishers: cfg.publishers, subscribers: cfg.subscribers}
+	r.classes = []*class{cls}
+	if cfg.rate == 0 {
+		r.win = newWindow(int64(cfg.window), cls.fanout)
+	}
+	dest := cfg.topicPrefix + "throughput"
+	cls.subs = make([]*subscriber, cfg.subscribers)
+	err := parallel(ctx, cfg.subscribers, dialConcurrency, func(i int) error {
+		var err error
+		cls.subs[i], err = r.subscribe(ctx, cls, strconv.Itoa(i), dest, true)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	cls.pubs = make([]*publisher, cfg.publishers)
+	err = parallel(ctx, cfg.publishers, dialConcurrency, func(i int) error {
+		var err error
+		cls.pubs[i], err = r.publish(ctx, cls, uint32(i), dest, cfg.size)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
+		for _, p := range cls.pubs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if cfg.rate > 0 {
+					p.runPaced(ctx, r.ck, start, end, cfg.rate)
+					return
+				}
+				time.Sleep(time.Until(start))
+				p.runUnpaced(ctx, r.ck, end, r.win)
+			}()
+		}
+	})
+	rep := &report{
+		Scenario: "throughput",
+		Target:   cfg.url,
+		Started:  r.ck.base,
+		Settings: map[string]any{
+			"publishers": cfg.publishers, "subscribers": cfg.subscribers,
+			"size": max(cfg.size, stampLen), "rate": cfg.rate, "window": cfg.window,
+			"duration": cfg.duration.String(),
+		},
+	}
+	rep.fromLoad(res)
+	if f := rep.Server; f != nil && f.Frames != nil && f.Frames.SendDropped > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"the server dropped %d SEND frames: its per-session limit is in the way; start wsserver with -send-limit 1000000 to measure throughput",
+			f.Frames.SendDropped))
+	}
+	return rep, nil
+}

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"encoding/xml"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStampRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		ns   int64
+		pub  uint32
+	}{
+		{"zero", 0, 0},
+		{"typical", 1_234_567_890, 42},
+		{"largest", 1<<63 - 1, 1<<32 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := appendStamp(nil, tt.ns, tt.pub)
+			if len(b) != stampLen {
+				t.Fatalf("len(stamp) = %d, want %d", len(b), stampLen)
+			}
+			ns, pub, ok := parseStamp(append(b, "padding"...))
+			if !ok || ns != tt.ns || pub != tt.pub {
+				t.Errorf("parseStamp = %d, %d, %v, want %d, %d, true", ns, pub, ok, tt.ns, tt.pub)
+			}
+		})
+	}
+	for _, body := range []string{"", "hello", "T0000000000000000000000g0", strings.Repeat("x", 40)} {
+		if _, _, ok := parseStamp([]byte(body)); ok {
+			t.Errorf("parseStamp(%q) ok, want not a stamp", body)
+		}
+	}
+}
+
+func TestAppendStampAllocs(t *testing.T) {
+	buf := make([]byte, 0, 64)
+	if n := testing.AllocsPerRun(100, func() { buf = appendStamp(buf[:0], 123, 7) }); n != 0 {
+		t.Errorf("appendStamp allocates %v times, want 0", n)
+	}
+}
+
+// The handshake package's documented example: 3r/s, burst 5.
+func TestLeakyBucket(t *testing.T) {
+	steps := []struct {
+		ms   int64
+		want bool
+	}{
+		{0, true}, {0, true}, {0, true}, {0, true}, {0, true}, {0, true},
+		{0, false},
+		{333, false},
+		{334, true},
+		{334, false},
+		{1000, true},
+	}
+	b := leakyBucket{rate: 3000, burst: 5}
+	for i, s := range steps {
+		if got := b.allow(s.ms); got != s.want {
+			t.Errorf("step %d: allow(%dms) = %v, want %v", i, s.ms, got, s.want)
+		}
+	}
+}
+
+func TestExpectedAccepted(t *testing.T) {
+	every := func(n int, stepMS int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = int64(i) * stepMS
+		}
+		return out
+	}
+	tests := []struct {
+		name       string
+		times      []int64
+		want       int
+		closedForm int
+	}{
+		{"burst at once", every(20, 0), 6, 6},
+		{"10/s for 2s", every(20, 100), 11, 11},
+		// Steady at the rate: everything passes.
+		{"3/s", every(9, 334), 9, 9},
+		{"none", nil, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := expectedAccepted(3, 5, tt.times); got != tt.want {
+				t.Errorf("expectedAccepted = %d, want %d", got, tt.want)
+			}
+			span := 0.0
+			if n := len(tt.times); n > 0 {
+				span = float64(tt.times[n-1]) / 1000
+			}
+			if got := closedFormAccepted(3, 5, len(tt.times), span); got != tt.closedForm {
+				t.Errorf("closedFormAccepted = %d, want %d", got, tt.closedForm)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	h := newHistogram()
+	for ms := int64(1); ms <= 100; ms++ {
+		recordMicros(h, ms*1000)
+	}
+	got := summarize(h)
+	want := latencySummary{Count: 100, P50: 50, P90: 90, P99: 99, Max: 100}
+	// hdrhistogram reports bucket bounds: within 0.1% at 3 digits.
+	close := func(a, b float64) bool { return a >= b && a <= b*1.001 }
+	if got.Count != want.Count || !close(got.P50, want.P50) || !close(got.P90, want.P90) ||
+		!close(got.P99, want.P99) || !close(got.Max, want.Max) {
+		t.Errorf("summarize = %+v, want %+v (to 3 digits)", *got, want)
+	}
+	if s := summarize(newHistogram()); s != nil {
+		t.Errorf("summarize(empty) = %+v, want nil", *s)
+	}
+}
+
+func TestRecordMicrosClamps(t *testing.T) {
+	h := newHistogram()
+	recordMicros(h, -5)
+	recordMicros(h, histMaxMicros*10)
+	if h.TotalCount() != 2 || h.Min() != histMinMicros || h.Max() < histMaxMicros {
+		t.Errorf("count %d min %d max %d, want 2, %d, >= %d", h.TotalCount(), h.Min(), h.Max(), histMinMicros, histMaxMicros)
+	}
+}
+
+func TestClassReport(t *testing.T) {
+	c := &class{name: "c", fanout: 3, publishers: 2, subscribers: 3}
+	c.sent.Store(100)
+	c.delivered.Store(270)
+	c.errors.Store(1)
+	c.pubs = []*publisher{{sent: 40}, {sent: 60}}
+	for _, n := range []int64{100, 90, 80} {
+		s := &subscriber{hist: newHistogram()}
+		s.delivered.Store(n)
+		recordMicros(s.hist, n*1000)
+		c.subs = append(c.subs, s)
+	}
+	r := c.report(2, 240)
+	checks := []struct {
+		what      string
+		got, want float64
+	}{
+		{"Sent", float64(r.Sent), 100},
+		{"Expected", float64(r.Expected), 300},
+		{"Delivered", float64(r.Delivered), 270},
+		{"DeliveryRatio", r.DeliveryRatio, 0.9},
+		{"SentPerSec", r.SentPerSec, 50},
+		{"DeliveredPerSec", r.DeliveredPerSec, 120},
+		{"Errors", float64(r.Errors), 1},
+		{"PerPublisherSent.Min", float64(r.PerPublisherSent.Min), 40},
+		{"PerPublisherSent.Max", float64(r.PerPublisherSent.Max), 60},
+		{"PerSubscriberDelivered.Min", float64(r.PerSubscriberDelivered.Min), 80},
+		{"PerSubscriberDelivered.Max", float64(r.PerSubscriberDelivered.Max), 100},
+		{"Latency.Count", float64(r.Latency.Count), 3},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+}
+
+func TestRatio(t *testing.T) {
+	if got := ratio(5, 0); got != 0 {
+		t.Errorf("ratio(5, 0) = %v, want 0", got)
+	}
+	if got := ratio(1, 4); got != 0.25 {
+		t.Errorf("ratio(1, 4) = %v, want 0.25", got)
+	}
+	if got := perMicros(2, 1_000_000); got != 2 {
+		t.Errorf("perMicros(2s, 1e6) = %v, want 2", got)
+	}
+}
+
+func TestPacing(t *testing.T) {
+	tests := []struct {
+		rate float64
+		want time.Duration
+	}{
+		{1.3, 769230769 * time.Nanosecond},
+		{500, minPeriod},
+		{0.1, maxPeriod},
+		{50, 20 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := pacePeriod(tt.rate); got != tt.want {
+			t.Errorf("pacePeriod(%v) = %v, want %v", tt.rate, got, tt.want)
+		}
+	}
+	dues := []struct {
+		rate    float64
+		elapsed time.Duration
+		sent    int64
+		want    int64
+	}{
+		{500, 10 * time.Millisecond, 0, 5},
+		{500, 25 * time.Millisecond, 5, 7},
+		{1.3, 700 * time.Millisecond, 0, 0},
+		{1.3, 800 * time.Millisecond, 0, 1},
+		{1.3, 10 * time.Second, 13, 0},
+		{10, time.Second, 12, 0}, // never negative
+	}
+	for _, d := range dues {
+		if got := due(d.rate, d.elapsed, d.sent); got != d.want {
+			t.Errorf("due(%v, %v, %d) = %d, want %d", d.rate, d.elapsed, d.sent, got, d.want)
+		}
+	}
+}
+
+func TestWindow(t *testing.T) {
+	w := newWindow(4, 2) // 4 messages per subscriber, 2 subscribers: 8 deliveries
+	if got := w.acquire(3); got != 3 {
+		t.Fatalf("acquire(3) = %d, want 3", got)
+	}
+	if got := w.acquire(3); got != 1 {
+		t.Fatalf("acquire(3) with 1 free = %d, want 1", got)
+	}
+	w.release(4) // two messages fully delivered
+	if got := w.acquire(5); got != 2 {
+		t.Fatalf("acquire(5) after release = %d, want 2", got)
+	}
+	done := make(chan int64)
+	go func() { done <- w.acquire(1) }()
+	w.close()
+	if got := <-done; got != 0 {
+		t.Errorf("acquire on a closed window = %d, want 0", got)
+	}
+}
+
+const metricsPage = `# HELP stompgate_frames_received_total Inbound frames.
+# TYPE stompgate_frames_received_total counter
+stompgate_frames_received_total{command="CONNECT"} 12
+stompgate_frames_received_total{command="SEND"} 1000
+stompgate_frames_passed_total{command="CONNECT"} 12
+stompgate_frames_passed_total{command="SEND"} 300
+stompgate_frames_dropped_total{command="SEND",reason="rate_limit"} 690
+stompgate_frames_dropped_total{command="SEND",reason="rejected"} 10
+stompgate_frames_dropped_total{command="CONNECT",reason="rate_limit"} 0
+process_resident_memory_bytes 2.5e+07
+stompgate_handshakes_total{result="accepted"} 6 1700000000000
+`
+
+func TestParseSamples(t *testing.T) {
+	s, err := parseSamples(strings.NewReader(metricsPage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := frameCountsOf(s)
+	want := frameCounts{Received: 1012, Passed: 312, Dropped: 700, SendReceived: 1000, SendPassed: 300, SendDropped: 700}
+	if got != want {
+		t.Errorf("frameCountsOf = %+v, want %+v", got, want)
+	}
+	if !got.balanced() {
+		t.Errorf("%+v not balanced, want balanced", got)
+	}
+	if v := s.sum(metricRSS); v != 25e6 {
+		t.Errorf("sum(%s) = %v, want 2.5e7", metricRSS, v)
+	}
+	if v := s.sum("stompgate_handshakes_total"); v != 6 {
+		t.Errorf("sum with a timestamp = %v, want 6", v)
+	}
+	// A name that is a prefix of another must not match it.
+	if s.has("stompgate_frames") {
+		t.Error(`has("stompgate_frames") = true, want false`)
+	}
+	unbalanced := frameCounts{Received: 10, Passed: 5, Dropped: 4, SendReceived: 5, SendPassed: 5}
+	if unbalanced.balanced() {
+		t.Errorf("%+v balanced, want not", unbalanced)
+	}
+	delta := want.minus(frameCounts{Received: 12, Passed: 12})
+	if delta.Received != 1000 || delta.Passed != 300 || !delta.balanced() {
+		t.Errorf("minus = %+v, want received 1000, passed 300, balanced", delta)
+	}
+	if _, err := parseSamples(strings.NewReader("broken{a=\"b\" 1\n")); err == nil {
+		t.Error("parseSamples(unterminated labels) = nil error, want one")
+	}
+}
+
+func TestHandshakeDeltas(t *testing.T) {
+	before := samples{`stompgate_handshakes_total{result="accepted"}`: 6, `stompgate_handshakes_total{result="rejected_limit"}`: 1}
+	after := samples{`stompgate_handshakes_total{result="accepted"}`: 17, `stompgate_handshakes_total{result="rejected_limit"}`: 70}
+	got := handshakeDeltas(before, after)
+	if got["accepted"] != 11 || got["rejected_limit"] != 69 {
+		t.Errorf("handshakeDeltas = %v, want accepted 11, rejected_limit 69", got)
+	}
+}
+
+func TestProcParsers(t *testing.T) {
+	stat := []byte("4242 (ws server) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 12 0 100 0 0\n")
+	cpu, err := parseStatCPU(stat)
+	if err != nil || cpu != 3250*time.Millisecond {
+		t.Errorf("parseStatCPU = %v, %v, want 3.25s, nil", cpu, err)
+	}
+	if _, err := parseStatCPU([]byte("4242 (x) S 1")); err == nil {
+		t.Error("parseStatCPU(short) = nil error, want one")
+	}
+	status := []byte("Name:\twsserver\nVmPeak:\t  10000 kB\nVmRSS:\t   20480 kB\nThreads:\t9\n")
+	rss, err := parseStatusRSS(status)
+	if err != nil || rss != 20480<<10 {
+		t.Errorf("parseStatusRSS = %d, %v, want %d, nil", rss, err, 20480<<10)
+	}
+	if _, err := parseStatusRSS([]byte("Name:\tx\n")); err == nil {
+		t.Error("parseStatusRSS(no VmRSS) = nil error, want one")
+	}
+	if c := selfCPU(); c <= 0 {
+		t.Errorf("selfCPU() = %v, want > 0", c)
+	}
+}
+
+func TestURLs(t *testing.T) {
+	tests := []struct{ ws, metrics string }{
+		{"ws://127.0.0.1:8080/ws", "http://127.0.0.1:8080/metrics"},
+		{"wss://example.com/stomp", "https://example.com/metrics"},
+	}
+	for _, tt := range tests {
+		if got := metricsURLFrom(tt.ws); got != tt.metrics {
+			t.Errorf("metricsURLFrom(%q) = %q, want %q", tt.ws, got, tt.metrics)
+		}
+	}
+	for u, want := range map[string]bool{
+		"ws://127.0.0.1:8080/ws": true, "ws://localhost/ws": true, "ws://[::1]:80/": true,
+		"ws://10.0.0.1/ws": false, "wss://example.com/": false,
+	} {
+		if got := loopbackTarget(u); got != want {
+			t.Errorf("loopbackTarget(%q) = %v, want %v", u, got, want)
+		}
+	}
+	if got := sourceAddr(blockIdle, 0).String(); got != "127.1.0.1" {
+		t.Errorf("sourceAddr(idle, 0) = %s, want 127.1.0.1", got)
+	}
+	if got := sourceAddr(blockStorm, 1).String(); got != "127.0.0.2" {
+		t.Errorf("sourceAddr(storm, 1) = %s, want 127.0.0.2", got)
+	}
+	if got := sourceAddr(blockLoad, 254).String(); got != "127.2.1.1" {
+		t.Errorf("sourceAddr(load, 254) = %s, want 127.2.1.1", got)
+	}
+}
+
+func TestChartIsXML(t *testing.T) {
+	var b strings.Builder
+	ss := []series{
+		{Name: "normal delivered/s", Values: []float64{325, 324, 326}},
+		{Name: "normal sent/s", Dashed: true, Values: []float64{325, 325, 325}},
+		{Name: "abuser <delivered>/s", Values: []float64{200, 200, 200}},
+	}
+	if err := writeChart(&b, "flood & friends", ss); err != nil {
+		t.Fatal(err)
+	}
+	d := xml.NewDecoder(strings.NewReader(b.String()))
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != len(ss) {
+		t.Errorf("chart has %d polylines, want %d", lines, len(ss))
+	}
+	if got := niceCeil(326); got != 500 {
+		t.Errorf("niceCeil(326) = %v, want 500", got)
+	}
+}
+
+func TestFlagValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scenario", []string{"nope"}, `unknown scenario "nope"`},
+		{"bad url", []string{"flood", "-url", "http://x/"}, "scheme must be ws or wss"},
+		{"negative duration", []string{"throughput", "-duration", "-1s"}, "-duration -1s"},
+		{"no load", []string{"flood", "-normal", "0", "-abusers", "0"}, "nothing to run"},
+		{"storm off loopback", []string{"handshake-storm", "-url", "ws://10.1.2.3/ws", "-ips", "2"}, "loopback"},
+		{"idle sessions", []string{"idle", "-sessions", "0"}, "-sessions 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := run(t.Context(), tt.args, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run(%q) = %v, want an error containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
