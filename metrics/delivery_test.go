@@ -70,7 +70,8 @@ func TestBoundedCardinality(t *testing.T) {
 	want := 1 + 1 + numCloseReasons + 1 + // sessions active, opened, closed, panics
 		numHandshakeResults + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
-		len(prefixes) + 1 + 1 // delivered, slow consumers
+		len(prefixes) + 1 + 1 + // delivered, slow consumers
+		numRelayDirections + numRelayDropReasons + 1 + 1 // relay messages, dropped, outage, subscriptions
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -101,6 +102,8 @@ func TestBoundedCardinality(t *testing.T) {
 		m.Handshake(HandshakeResult(rng.IntN(256)))
 		m.SessionOpened()
 		m.SessionClosed(CloseReason(rng.IntN(256)))
+		m.RelayMessages(RelayDirection(rng.IntN(256)), 1)
+		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

@@ -19,6 +19,8 @@
 //   - reason, result, kind: the constants of CloseReason, DropReason and
 //     HandshakeResult, and the strings of ProtocolErrorKinds.
 //   - store: "redis" or "memory".
+//   - direction: "out" or "in" (RelayDirection); reason on the relay's
+//     drops: the constants of RelayDropReason.
 //   - destination_prefix: one of Config.DestinationPrefixes.
 //
 // Sessions, principals, client addresses and raw destinations are never
@@ -76,6 +78,21 @@
 //     calls.
 //   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
 //     runs on its in-process store because Redis is unreachable, else 0.
+//
+// Cross-instance relay (Redis Pub/Sub between instances; all zero on an
+// instance that runs without it):
+//
+//   - stompgate_relay_messages_total{direction}: messages published to
+//     Redis for the other instances (out) and received from them and
+//     handed to the local broker (in).
+//   - stompgate_relay_dropped_total{reason}: messages that could not
+//     cross: queue_full (the relay's bounded queue), redis_error (PUBLISH
+//     failed, Redis unreachable), malformed (a payload that did not parse).
+//     Local delivery is never affected.
+//   - stompgate_relay_outage (gauge): 1 while the relay cannot reach
+//     Redis, else 0.
+//   - stompgate_relay_subscriptions (gauge): Redis channels the relay is
+//     subscribed to, one per destination with local subscribers.
 //
 // # Alerts
 //

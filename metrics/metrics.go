@@ -91,6 +91,8 @@ type Metrics struct {
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
 	panics       prometheus.Counter
+
+	relay relayMetrics
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -112,6 +114,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildHandshakes(b)
 	m.buildFrames(b)
 	m.buildDelivery(b)
+	m.buildRelay(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

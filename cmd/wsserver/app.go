@@ -11,10 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
@@ -29,6 +31,7 @@ type app struct {
 	metrics  *metrics.Metrics
 	limiter  *handshake.Limiter
 	redis    redis.UniversalClient
+	relay    *relay.Relay // nil without -relay
 }
 
 func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error) {
@@ -88,6 +91,14 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 		a.close()
 		return nil, err
 	}
+	// Topic fan-out across instances: the relay is the broker's hooks
+	// (it subscribes to the destinations with local subscribers) and the
+	// server's relay (it publishes every SEND that passed the chain).
+	b, srvRelay, err := a.newBroker(st, obs, logger)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -103,6 +114,8 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 		WriteTimeout:       st.writeTimeout,
 		OriginPatterns:     splitList(st.allowedOrigins),
 		Chain:              chain,
+		Broker:             b,
+		Relay:              srvRelay,
 		Observer:           obs,
 		Logger:             logger,
 	})
@@ -191,7 +204,38 @@ func settingError(err error) error {
 	return fmt.Errorf("invalid setting: %w", err)
 }
 
+// newBroker returns the broker and, with -relay redis, the relay wired to
+// it (started) as the server's Relay; without -relay the Relay is nil.
+func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broker.Broker, server.Relay, error) {
+	switch st.relay {
+	case "":
+		return broker.New(), nil, nil
+	case "redis":
+	default:
+		return nil, nil, fmt.Errorf("-relay %q: want redis or empty", st.relay)
+	}
+	if a.redis == nil {
+		return nil, nil, errors.New("-relay redis needs -redis-url")
+	}
+	r, err := relay.New(relay.Config{Client: a.redis, Observer: obs, Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("-relay: %w", err)
+	}
+	b := broker.NewWithConfig(broker.Config{Hooks: r})
+	if err := r.Start(b); err != nil {
+		return nil, nil, fmt.Errorf("-relay: %w", err)
+	}
+	a.relay = r
+	return b, r, nil
+}
+
+// close releases what newApp built: the relay first (it publishes what is
+// still queued), then the Redis client it uses. Call it after the STOMP
+// sessions are shut down.
 func (a *app) close() {
+	if a.relay != nil {
+		_ = a.relay.Close()
+	}
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -19,6 +20,7 @@ var (
 	_ interceptor.Observer     = observer{}
 	_ interceptor.PassObserver = observer{}
 	_ handshake.Observer       = observer{}
+	_ relay.Observer           = observer{}
 )
 
 func (o observer) SessionOpened()                 { o.m.SessionOpened() }
@@ -97,3 +99,30 @@ func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 
 func (o observer) StoreError(store string, err error) { o.m.LimiterStoreError(store) }
 func (o observer) Fallback(active bool)               { o.m.SetLimiterFallback(active) }
+
+func (o observer) RelayMessages(direction string, n int) {
+	d := metrics.RelayOther
+	switch direction {
+	case relay.DirectionOut:
+		d = metrics.RelayOut
+	case relay.DirectionIn:
+		d = metrics.RelayIn
+	}
+	o.m.RelayMessages(d, n)
+}
+
+func (o observer) RelayDropped(reason string, n int) {
+	r := metrics.RelayDropOther
+	switch reason {
+	case relay.DropQueueFull:
+		r = metrics.RelayDropQueueFull
+	case relay.DropRedisError:
+		r = metrics.RelayDropRedisError
+	case relay.DropMalformed:
+		r = metrics.RelayDropMalformed
+	}
+	o.m.RelayDropped(r, n)
+}
+
+func (o observer) RelayOutage(active bool)  { o.m.SetRelayOutage(active) }
+func (o observer) RelaySubscriptions(n int) { o.m.SetRelaySubscriptions(n) }

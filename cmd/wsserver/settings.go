@@ -43,6 +43,7 @@ type settings struct {
 	authRequired    bool
 
 	redisURL       string
+	relay          string
 	policyFile     string
 	trustedProxies string
 	limiterFail    string
@@ -87,7 +88,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.jwtSecret, "jwt-secret", "", "HS256 secret for JWT authentication (empty: anonymous sessions)")
 	fs.BoolVar(&s.authRequired, "auth-required", false, "refuse sessions without a valid JWT (needs -jwt-secret)")
 
-	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
+	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter and the -relay: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
+	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")
 	fs.StringVar(&s.policyFile, "policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
 	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")
 	fs.StringVar(&s.limiterFail, "limiter-fail", "open", "when Redis is unreachable: open (decide in process memory) or closed (refuse handshakes)")

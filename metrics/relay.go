@@ -1,0 +1,137 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// RelayDirection is the direction label of stompgate_relay_messages_total.
+type RelayDirection uint8
+
+// The relay directions. A value outside this list is counted as "other".
+const (
+	// RelayOther is a direction this package does not name.
+	RelayOther RelayDirection = iota
+	// RelayOut: messages published to Redis for the other instances.
+	RelayOut
+	// RelayIn: messages from other instances delivered to the local broker.
+	RelayIn
+
+	numRelayDirections = iota
+)
+
+var relayDirectionLabels = [numRelayDirections]string{
+	RelayOther: labelOther,
+	RelayOut:   "out",
+	RelayIn:    "in",
+}
+
+// String returns the label value d is counted under.
+func (d RelayDirection) String() string {
+	if int(d) >= numRelayDirections {
+		return labelOther
+	}
+	return relayDirectionLabels[d]
+}
+
+// RelayDropReason is the reason label of stompgate_relay_dropped_total.
+type RelayDropReason uint8
+
+// The reasons a message could not cross between instances. A value
+// outside this list is counted as "other".
+const (
+	// RelayDropOther is a reason this package does not name.
+	RelayDropOther RelayDropReason = iota
+	// RelayDropQueueFull: the relay's outbound queue was full.
+	RelayDropQueueFull
+	// RelayDropRedisError: the PUBLISH failed (Redis unreachable or slow).
+	RelayDropRedisError
+	// RelayDropMalformed: a message received from Redis did not parse.
+	RelayDropMalformed
+
+	numRelayDropReasons = iota
+)
+
+var relayDropReasonLabels = [numRelayDropReasons]string{
+	RelayDropOther:      labelOther,
+	RelayDropQueueFull:  "queue_full",
+	RelayDropRedisError: "redis_error",
+	RelayDropMalformed:  "malformed",
+}
+
+// String returns the label value r is counted under.
+func (r RelayDropReason) String() string {
+	if int(r) >= numRelayDropReasons {
+		return labelOther
+	}
+	return relayDropReasonLabels[r]
+}
+
+// relayMetrics are the cross-instance relay's collectors.
+type relayMetrics struct {
+	messages      [numRelayDirections]prometheus.Counter
+	dropped       [numRelayDropReasons]prometheus.Counter
+	outage        prometheus.Gauge
+	subscriptions prometheus.Gauge
+}
+
+func (m *Metrics) buildRelay(b *builder) {
+	messages := b.counterVec("stompgate_relay_messages_total",
+		"Messages relayed between instances through Redis, by direction (out: published, in: received and delivered locally).",
+		"direction")
+	for d, l := range relayDirectionLabels {
+		m.relay.messages[d] = messages.WithLabelValues(l)
+	}
+	dropped := b.counterVec("stompgate_relay_dropped_total",
+		"Messages that could not cross between instances, by reason.", "reason")
+	for r, l := range relayDropReasonLabels {
+		m.relay.dropped[r] = dropped.WithLabelValues(l)
+	}
+	m.relay.outage = b.gauge("stompgate_relay_outage",
+		"1 while the cross-instance relay cannot reach Redis, else 0.")
+	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
+		"Redis channels the relay is subscribed to: destinations with local subscribers.")
+}
+
+// RelayMessages counts n messages relayed in direction d
+// (stompgate_relay_messages_total{direction}). n <= 0 counts nothing.
+func (m *Metrics) RelayMessages(d RelayDirection, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if int(d) >= numRelayDirections {
+		d = RelayOther
+	}
+	m.relay.messages[d].Add(float64(n))
+}
+
+// RelayDropped counts n messages that could not cross between instances
+// (stompgate_relay_dropped_total{reason}). n <= 0 counts nothing.
+func (m *Metrics) RelayDropped(r RelayDropReason, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if int(r) >= numRelayDropReasons {
+		r = RelayDropOther
+	}
+	m.relay.dropped[r].Add(float64(n))
+}
+
+// SetRelayOutage sets stompgate_relay_outage to 1 while the relay cannot
+// reach Redis, 0 when it can.
+func (m *Metrics) SetRelayOutage(active bool) {
+	if m == nil {
+		return
+	}
+	if active {
+		m.relay.outage.Set(1)
+	} else {
+		m.relay.outage.Set(0)
+	}
+}
+
+// SetRelaySubscriptions sets stompgate_relay_subscriptions, the number of
+// Redis channels the relay is subscribed to.
+func (m *Metrics) SetRelaySubscriptions(n int) {
+	if m == nil {
+		return
+	}
+	m.relay.subscriptions.Set(float64(n))
+}

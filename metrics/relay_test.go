@@ -1,0 +1,87 @@
+package metrics
+
+import "testing"
+
+func TestRelayCounters(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	m.RelayMessages(RelayOut, 5)
+	m.RelayMessages(RelayIn, 3)
+	m.RelayMessages(RelayIn, 0)
+	m.RelayMessages(RelayIn, -2)
+	m.RelayMessages(RelayDirection(42), 1)
+	m.RelayDropped(RelayDropQueueFull, 2)
+	m.RelayDropped(RelayDropRedisError, 7)
+	m.RelayDropped(RelayDropReason(42), 1)
+
+	tests := []struct {
+		name, label, value string
+		want               float64
+	}{
+		{"stompgate_relay_messages_total", "direction", "out", 5},
+		{"stompgate_relay_messages_total", "direction", "in", 3},
+		{"stompgate_relay_messages_total", "direction", "other", 1},
+		{"stompgate_relay_dropped_total", "reason", "queue_full", 2},
+		{"stompgate_relay_dropped_total", "reason", "redis_error", 7},
+		{"stompgate_relay_dropped_total", "reason", "malformed", 0},
+		{"stompgate_relay_dropped_total", "reason", "other", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/"+tt.value, func(t *testing.T) {
+			t.Parallel()
+			if got := sample(t, reg, tt.name, tt.label, tt.value); got != tt.want {
+				t.Errorf("%s{%s=%q} = %v, want %v", tt.name, tt.label, tt.value, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRelayGauges(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	if got := sample(t, reg, "stompgate_relay_outage"); got != 0 {
+		t.Errorf("relay_outage before any event = %v, want 0", got)
+	}
+	m.SetRelayOutage(true)
+	if got := sample(t, reg, "stompgate_relay_outage"); got != 1 {
+		t.Errorf("relay_outage after SetRelayOutage(true) = %v, want 1", got)
+	}
+	m.SetRelayOutage(false)
+	if got := sample(t, reg, "stompgate_relay_outage"); got != 0 {
+		t.Errorf("relay_outage after SetRelayOutage(false) = %v, want 0", got)
+	}
+	m.SetRelaySubscriptions(12)
+	if got := sample(t, reg, "stompgate_relay_subscriptions"); got != 12 {
+		t.Errorf("relay_subscriptions = %v, want 12", got)
+	}
+}
+
+func TestRelayLabelStrings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		got, want string
+	}{
+		{RelayOut.String(), "out"},
+		{RelayIn.String(), "in"},
+		{RelayOther.String(), "other"},
+		{RelayDirection(200).String(), "other"},
+		{RelayDropQueueFull.String(), "queue_full"},
+		{RelayDropRedisError.String(), "redis_error"},
+		{RelayDropMalformed.String(), "malformed"},
+		{RelayDropReason(200).String(), "other"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("String() = %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestRelayNilMetrics(t *testing.T) {
+	t.Parallel()
+	var m *Metrics
+	m.RelayMessages(RelayOut, 1)
+	m.RelayDropped(RelayDropQueueFull, 1)
+	m.SetRelayOutage(true)
+	m.SetRelaySubscriptions(1)
+}

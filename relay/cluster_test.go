@@ -1,0 +1,86 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/testredis"
+)
+
+// On Redis Cluster the relay uses sharded Pub/Sub; when the master that
+// owns a channel's slot restarts, the relay subscribes again by itself
+// and messages cross again.
+func TestClusterResubscribe(t *testing.T) {
+	rc := testredis.StartCluster(t)
+	newClient := func() redis.UniversalClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: rc.Addrs, ContextTimeoutEnabled: true})
+	}
+	a := startInstanceClient(t, "a", newClient())
+	b := startInstanceClient(t, "b", newClient())
+	if !a.relay.Sharded() {
+		t.Fatal("relay on a cluster client is not sharded")
+	}
+	rdb := newClient().(*redis.ClusterClient)
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	const dest = "/topic/cluster"
+	ch := a.relay.Channel(dest)
+	master, err := rdb.MasterForKey(context.Background(), ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var node *testredis.Server
+	for _, n := range rc.Nodes {
+		if n.Addr == master.Options().Addr {
+			node = n
+		}
+	}
+	if node == nil {
+		t.Fatalf("master %s of %s is not one of %v", master.Options().Addr, ch, rc.Addrs)
+	}
+	direct := redis.NewClient(&redis.Options{Addr: node.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	waitShardSubscribed := func() {
+		t.Helper()
+		waitFor(t, 2*clientTimeout, func() error {
+			n, err := direct.PubSubShardNumSub(context.Background(), ch).Result()
+			if err != nil {
+				return err
+			}
+			if n[ch] != 1 {
+				return fmt.Errorf("PUBSUB SHARDNUMSUB %s on %s = %d, want 1", ch, node.Addr, n[ch])
+			}
+			return nil
+		})
+	}
+
+	sub := subscribe(t, a.dial(t), dest)
+	waitShardSubscribed()
+	pub := b.dial(t)
+	crosses := func() {
+		t.Helper()
+		waitFor(t, 2*clientTimeout, func() error {
+			if err := pub.Send(dest, "text/plain", []byte("x"), nil); err != nil {
+				t.Fatalf("SEND: %v", err)
+			}
+			select {
+			case m := <-sub.C:
+				if m.Err != nil {
+					t.Fatalf("subscription: %v", m.Err)
+				}
+				return nil
+			case <-time.After(100 * time.Millisecond):
+				return fmt.Errorf("no message crossed yet")
+			}
+		})
+	}
+	crosses()
+
+	node.Restart()
+	waitShardSubscribed()
+	crosses()
+}

@@ -1,0 +1,141 @@
+package relay
+
+import (
+	"encoding/binary"
+
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// wireVersion is the first byte of every payload. A receiver drops (and
+// counts as malformed) payloads of a version it does not know, so a rolling
+// upgrade that changes the format loses messages between old and new
+// instances instead of misreading them.
+const wireVersion = 1
+
+// maxWireHeaders bounds the header count a payload may claim, so that a
+// corrupt count cannot make the decoder allocate a huge slice. It is far
+// above stompframe's default limit of 64 headers per frame.
+const maxWireHeaders = 1024
+
+// appendMessage appends the wire encoding of m, published by the instance
+// inst, to dst. The format is documented in doc.go.
+func appendMessage(dst []byte, inst string, m *broker.Message) []byte {
+	dst = append(dst, wireVersion)
+	dst = appendString(dst, inst)
+	dst = appendString(dst, m.ID)
+	dst = appendString(dst, m.Destination)
+	hs := m.Headers()
+	dst = binary.AppendUvarint(dst, uint64(len(hs)))
+	for _, h := range hs {
+		dst = appendString(dst, h.Name)
+		dst = appendString(dst, h.Value)
+	}
+	return append(dst, m.Body()...)
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// wireMessage is a decoded payload. Its strings share the payload's
+// memory; body is a copy.
+type wireMessage struct {
+	instance string
+	id       string
+	dest     string
+	headers  []stompframe.Header
+	body     []byte
+}
+
+// decodeMessage decodes a payload. When the instance is skip, it stops
+// after the instance id and returns ok with only instance set: a relay
+// drops its own messages without decoding the rest.
+func decodeMessage(p, skip string) (wireMessage, error) {
+	var w wireMessage
+	if len(p) == 0 || p[0] != wireVersion {
+		return w, errMalformed
+	}
+	d := decoder{s: p[1:]}
+	w.instance = d.string()
+	if d.bad {
+		return w, errMalformed
+	}
+	if w.instance == skip {
+		return w, nil
+	}
+	w.id = d.string()
+	w.dest = d.string()
+	n := d.uvarint()
+	if d.bad || n > maxWireHeaders {
+		return w, errMalformed
+	}
+	if n > 0 {
+		w.headers = make([]stompframe.Header, n)
+		for i := range w.headers {
+			w.headers[i].Name = d.string()
+			w.headers[i].Value = d.string()
+			if reservedHeader(w.headers[i].Name) {
+				return w, errMalformed
+			}
+		}
+	}
+	if d.bad {
+		return w, errMalformed
+	}
+	w.body = []byte(d.s)
+	return w, nil
+}
+
+// decoder reads length-prefixed fields from s; after the first error bad
+// is set and every read returns zero values.
+type decoder struct {
+	s   string
+	bad bool
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.bad {
+		return 0
+	}
+	var v uint64
+	var shift uint
+	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
+		c := d.s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				break
+			}
+			d.s = d.s[i+1:]
+			return v | uint64(c)<<shift
+		}
+		v |= uint64(c&0x7f) << shift
+		shift += 7
+	}
+	d.bad = true
+	return 0
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.bad || n > uint64(len(d.s)) {
+		d.bad = true
+		return ""
+	}
+	s := d.s[:n]
+	d.s = d.s[n:]
+	return s
+}
+
+// reservedHeader reports the header names the broker sets itself on a
+// MESSAGE; an instance never sends them, so a payload carrying one is not
+// ours.
+func reservedHeader(name string) bool {
+	switch name {
+	case "destination", "content-length", "receipt", "transaction",
+		"message-id", "subscription", "ack":
+		return true
+	}
+	return false
+}

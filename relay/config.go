@@ -1,0 +1,181 @@
+package relay
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults, each with the reason for its value.
+const (
+	// DefaultPrefix starts every channel name.
+	DefaultPrefix = "stompgate:topic:"
+	// DefaultQueueSize is the capacity of the outbound queue in messages.
+	// It absorbs a burst of about a second at 8,000 SENDs/s while one
+	// pipeline is in flight; beyond it messages are dropped (counted), the
+	// session never waits.
+	DefaultQueueSize = 8192
+	// DefaultBatchSize is the most PUBLISH commands sent in one pipeline:
+	// large enough that one round trip carries a burst, small enough that
+	// a batch of 64 KiB messages stays within a few MiB.
+	DefaultBatchSize = 256
+	// DefaultTimeout bounds one pipeline and one SUBSCRIBE or UNSUBSCRIBE:
+	// a local Redis answers a full batch in about a millisecond.
+	DefaultTimeout = time.Second
+	// DefaultPingInterval is how long the receiver waits for a message
+	// before it pings Redis to check the subscription connection.
+	DefaultPingInterval = 5 * time.Second
+	// DefaultRetryInterval is the pause between two attempts to reach
+	// Redis again after the subscription connection failed.
+	DefaultRetryInterval = 250 * time.Millisecond
+	// DefaultShardGroups is the number of hash slots channels are spread
+	// over on Redis Cluster (see the package documentation). Each group
+	// in use holds one subscription connection per instance.
+	DefaultShardGroups = 64
+	// maxShardGroups bounds ShardGroups: a Redis Cluster has 16384 slots.
+	maxShardGroups = 16384
+)
+
+// Config configures a Relay. Client is required; every other zero field
+// takes the default named in its comment.
+type Config struct {
+	// Client is the connection to Redis: a single node or Sentinel client
+	// (plain Pub/Sub, PUBLISH and SUBSCRIBE) or a *redis.ClusterClient
+	// (sharded Pub/Sub, SPUBLISH and SSUBSCRIBE, Redis 7 or later).
+	// handshake.NewUniversalClient builds one from a URL. The relay does
+	// not close it.
+	Client redis.UniversalClient
+	// Prefix starts every channel name. Default DefaultPrefix. It must not
+	// contain '{' or '}', which would change the hash tag.
+	Prefix string
+	// QueueSize is the outbound queue capacity in messages. Default
+	// DefaultQueueSize; negative is an error.
+	QueueSize int
+	// BatchSize is the most messages published in one pipeline. Default
+	// DefaultBatchSize; negative is an error.
+	BatchSize int
+	// Timeout bounds one pipeline and one subscription change. Default
+	// DefaultTimeout; negative is an error.
+	Timeout time.Duration
+	// PingInterval is how long a silent subscription connection waits
+	// before it is checked with PING. Default DefaultPingInterval;
+	// negative is an error.
+	PingInterval time.Duration
+	// RetryInterval is the pause before reconnecting a failed
+	// subscription connection. Default DefaultRetryInterval; negative is
+	// an error.
+	RetryInterval time.Duration
+	// ShardGroups is, on Redis Cluster only, the number of hash slots the
+	// channels are spread over. Default DefaultShardGroups; negative or
+	// above 16384 is an error.
+	ShardGroups int
+	// Observer is told about relayed and dropped messages. Nil: none.
+	Observer Observer
+	// Logger receives the outage state changes: Warn when Redis becomes
+	// unreachable, Info when it is back. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// The direction label values of Observer.RelayMessages.
+const (
+	// DirectionOut: messages published to Redis for other instances.
+	DirectionOut = "out"
+	// DirectionIn: messages from other instances handed to the local
+	// broker.
+	DirectionIn = "in"
+)
+
+// The reason label values of Observer.RelayDropped.
+const (
+	// DropQueueFull: the outbound queue was full.
+	DropQueueFull = "queue_full"
+	// DropRedisError: the PUBLISH failed (Redis unreachable, timeout).
+	DropRedisError = "redis_error"
+	// DropMalformed: a received payload was not in the wire format.
+	DropMalformed = "malformed"
+)
+
+// Observer receives the relay's events, for metrics. Its methods are
+// called from the relay's goroutines and from Publish, concurrently; they
+// must be cheap and must not block.
+type Observer interface {
+	// RelayMessages counts n messages relayed in direction DirectionOut
+	// or DirectionIn.
+	RelayMessages(direction string, n int)
+	// RelayDropped counts n messages that could not cross, by reason.
+	RelayDropped(reason string, n int)
+	// RelayOutage is true while Redis is unreachable.
+	RelayOutage(active bool)
+	// RelaySubscriptions is the number of channels the relay is
+	// subscribed to: the destinations with local subscribers.
+	RelaySubscriptions(n int)
+	// Delivered counts n local subscribers that were handed a message
+	// from another instance.
+	Delivered(destination string, n int)
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RelayMessages(string, int) {}
+func (nopObserver) RelayDropped(string, int)  {}
+func (nopObserver) RelayOutage(bool)          {}
+func (nopObserver) RelaySubscriptions(int)    {}
+func (nopObserver) Delivered(string, int)     {}
+
+// withDefaults returns a validated copy of c with defaults filled in.
+func (c Config) withDefaults() (Config, error) {
+	if c.Client == nil {
+		return c, configErrorf("Client is nil")
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	for _, r := range c.Prefix {
+		if r == '{' || r == '}' {
+			return c, configErrorf("Prefix %q contains a brace", c.Prefix)
+		}
+	}
+	for _, n := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"QueueSize", &c.QueueSize, DefaultQueueSize},
+		{"BatchSize", &c.BatchSize, DefaultBatchSize},
+		{"ShardGroups", &c.ShardGroups, DefaultShardGroups},
+	} {
+		if *n.v < 0 {
+			return c, configErrorf("%s %d is negative", n.name, *n.v)
+		}
+		if *n.v == 0 {
+			*n.v = n.def
+		}
+	}
+	if c.ShardGroups > maxShardGroups {
+		return c, configErrorf("ShardGroups %d is above the %d slots of a Redis Cluster", c.ShardGroups, maxShardGroups)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"Timeout", &c.Timeout, DefaultTimeout},
+		{"PingInterval", &c.PingInterval, DefaultPingInterval},
+		{"RetryInterval", &c.RetryInterval, DefaultRetryInterval},
+	} {
+		if *d.v < 0 {
+			return c, configErrorf("%s %v is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}

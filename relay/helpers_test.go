@@ -1,0 +1,249 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-stomp/stomp/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/server"
+)
+
+// clientTimeout bounds every client step; reaching it means a step is
+// stuck.
+const clientTimeout = 10 * time.Second
+
+// instance is one server instance as a deployment runs it: its own Redis
+// client, broker, relay and STOMP server on a loopback port.
+type instance struct {
+	name   string
+	relay  *Relay
+	broker *broker.Broker
+	url    string
+	obs    *countingObserver
+	client redis.UniversalClient
+}
+
+// startInstance starts an instance on the Redis at addr. Everything is
+// stopped when the test ends: sessions first, then the relay, then the
+// Redis client.
+func startInstance(t *testing.T, name, addr string) *instance {
+	t.Helper()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	return startInstanceClient(t, name, client)
+}
+
+func startInstanceClient(t *testing.T, name string, client redis.UniversalClient) *instance {
+	t.Helper()
+	obs := newCountingObserver()
+	r, err := New(Config{Client: client, Observer: obs, RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	b := broker.NewWithConfig(broker.Config{Hooks: r})
+	if err := r.Start(b); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	srv, err := server.New(server.Config{Broker: b, Relay: r, Name: name})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("%s: Shutdown: %v", name, err)
+		}
+		hs.Close()
+		if err := r.Close(); err != nil {
+			t.Errorf("%s: relay Close: %v", name, err)
+		}
+		_ = client.Close()
+	})
+	return &instance{
+		name:   name,
+		relay:  r,
+		broker: b,
+		url:    "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws",
+		obs:    obs,
+		client: client,
+	}
+}
+
+// dial connects the go-stomp client over a WebSocket to inst. It is
+// disconnected when the test ends.
+func (inst *instance) dial(t *testing.T) *stomp.Conn {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, inst.url, &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	if err != nil {
+		t.Fatalf("%s: dial: %v", inst.name, err)
+	}
+	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
+	c, err := stomp.Connect(nc,
+		stomp.ConnOpt.HeartBeat(0, 0),
+		stomp.ConnOpt.RcvReceiptTimeout(clientTimeout),
+		stomp.ConnOpt.DisconnectReceiptTimeout(clientTimeout))
+	if err != nil {
+		t.Fatalf("%s: stomp.Connect: %v", inst.name, err)
+	}
+	t.Cleanup(func() {
+		if c.Disconnect() != nil {
+			_ = c.MustDisconnect()
+		}
+	})
+	return c
+}
+
+// subscribe subscribes c to dest and waits until the server has it: the
+// RECEIPT of a later SEND comes after the SUBSCRIBE was handled. (go-stomp
+// must not be given a receipt on SUBSCRIBE itself.)
+func subscribe(t *testing.T, c *stomp.Conn, dest string) *stomp.Subscription {
+	t.Helper()
+	sub, err := c.Subscribe(dest, stomp.AckAuto)
+	if err != nil {
+		t.Fatalf("subscribe %s: %v", dest, err)
+	}
+	if err := c.Send("/topic/sync", "text/plain", nil, stomp.SendOpt.Receipt); err != nil {
+		t.Fatalf("sync after subscribe %s: %v", dest, err)
+	}
+	// go-stomp stops reading the connection while a subscription's channel
+	// is full, and DISCONNECT then never gets its RECEIPT: drain what the
+	// test left unread until the connection closes.
+	t.Cleanup(func() {
+		go func() {
+			for range sub.C {
+			}
+		}()
+	})
+	return sub
+}
+
+// next returns the next message of sub, or fails the test after
+// clientTimeout.
+func next(t *testing.T, sub *stomp.Subscription) *stomp.Message {
+	t.Helper()
+	select {
+	case m, ok := <-sub.C:
+		if !ok {
+			t.Fatalf("subscription %s closed", sub.Destination())
+		}
+		if m.Err != nil {
+			t.Fatalf("subscription %s: %v", sub.Destination(), m.Err)
+		}
+		return m
+	case <-time.After(clientTimeout):
+		t.Fatalf("no message on %s within %v", sub.Destination(), clientTimeout)
+	}
+	return nil
+}
+
+// waitSubscribers waits until Redis counts want subscribers on dest's
+// channel.
+func waitSubscribers(t *testing.T, rdb redis.UniversalClient, r *Relay, dest string, want int64) {
+	t.Helper()
+	ch := r.Channel(dest)
+	waitFor(t, clientTimeout, func() error {
+		n, err := rdb.PubSubNumSub(context.Background(), ch).Result()
+		if err != nil {
+			return err
+		}
+		if n[ch] != want {
+			return fmt.Errorf("PUBSUB NUMSUB %s = %d, want %d", ch, n[ch], want)
+		}
+		return nil
+	})
+}
+
+// waitFor polls cond until it returns nil, failing the test with cond's
+// last error after timeout.
+func waitFor(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %v", timeout, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countingObserver records the relay's events.
+type countingObserver struct {
+	mu       sync.Mutex
+	messages map[string]int
+	dropped  map[string]int
+	outages  int // transitions into an outage
+	outage   bool
+	subs     int
+	deliver  int
+}
+
+func newCountingObserver() *countingObserver {
+	return &countingObserver{messages: map[string]int{}, dropped: map[string]int{}}
+}
+
+func (o *countingObserver) RelayMessages(dir string, n int) {
+	o.mu.Lock()
+	o.messages[dir] += n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelayDropped(reason string, n int) {
+	o.mu.Lock()
+	o.dropped[reason] += n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelayOutage(active bool) {
+	o.mu.Lock()
+	if active && !o.outage {
+		o.outages++
+	}
+	o.outage = active
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelaySubscriptions(n int) {
+	o.mu.Lock()
+	o.subs = n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) Delivered(_ string, n int) {
+	o.mu.Lock()
+	o.deliver += n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) count(dir string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.messages[dir]
+}
+
+func (o *countingObserver) drops(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.dropped[reason]
+}
+
+func (o *countingObserver) inOutage() (active bool, entered int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.outage, o.outages
+}

@@ -1,0 +1,130 @@
+package relay
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/broker"
+)
+
+// maxCachedChannels bounds the publisher's destination-to-channel cache;
+// it is emptied when it grows past this, which costs one string build
+// per destination afterwards.
+const maxCachedChannels = 4096
+
+// publisher drains the outbound queue: it takes what is queued, up to
+// BatchSize messages, sends them as one pipeline of PUBLISH (or SPUBLISH)
+// commands and waits for the answers before the next batch. One
+// goroutine and one pipeline at a time keep each publisher's messages in
+// order. On Close it publishes what is still queued, then returns.
+func (r *Relay) publisher() {
+	defer r.wg.Done()
+	p := &batch{
+		relay:    r,
+		pipe:     r.cfg.Client.Pipeline(),
+		msgs:     make([]*broker.Message, 0, r.cfg.BatchSize),
+		channels: make(map[string]string),
+	}
+	for {
+		select {
+		case m := <-r.out:
+			p.msgs = append(p.msgs, m)
+		case <-r.stop:
+			p.drainAndFlush()
+			return
+		}
+		p.fill()
+		p.flush()
+	}
+}
+
+// batch is the publisher's reusable state.
+type batch struct {
+	relay    *Relay
+	pipe     redis.Pipeliner
+	msgs     []*broker.Message
+	arena    []byte            // encoded payloads of msgs, back to back
+	ends     []int             // ends[i] is where msgs[i]'s payload ends in arena
+	channels map[string]string // destination -> channel
+}
+
+// fill adds queued messages without waiting, up to BatchSize.
+func (p *batch) fill() {
+	for len(p.msgs) < cap(p.msgs) {
+		select {
+		case m := <-p.relay.out:
+			p.msgs = append(p.msgs, m)
+		default:
+			return
+		}
+	}
+}
+
+// drainAndFlush publishes everything still queued, batch by batch.
+func (p *batch) drainAndFlush() {
+	for {
+		p.fill()
+		if len(p.msgs) == 0 {
+			return
+		}
+		p.flush()
+	}
+}
+
+// flush publishes p.msgs in one pipeline and counts each message as
+// relayed or dropped.
+func (p *batch) flush() {
+	r := p.relay
+	p.arena, p.ends = p.arena[:0], p.ends[:0]
+	for _, m := range p.msgs {
+		p.arena = appendMessage(p.arena, r.instance, m)
+		p.ends = append(p.ends, len(p.arena))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	start := 0
+	for i, m := range p.msgs {
+		payload := p.arena[start:p.ends[i]:p.ends[i]]
+		start = p.ends[i]
+		if r.sharded {
+			p.pipe.SPublish(ctx, p.channel(m.Destination), payload)
+		} else {
+			p.pipe.Publish(ctx, p.channel(m.Destination), payload)
+		}
+	}
+	cmds, err := p.pipe.Exec(ctx)
+	cancel()
+	failed := 0
+	for _, c := range cmds {
+		if c.Err() != nil {
+			failed++
+		}
+	}
+	if len(cmds) == 0 && err != nil {
+		failed = len(p.msgs)
+	}
+	if ok := len(p.msgs) - failed; ok > 0 {
+		r.cfg.Observer.RelayMessages(DirectionOut, ok)
+	}
+	if failed > 0 {
+		r.cfg.Observer.RelayDropped(DropRedisError, failed)
+		r.outage.failed("publish", err)
+	} else {
+		r.outage.ok()
+	}
+	clear(p.msgs)
+	p.msgs = p.msgs[:0]
+}
+
+// channel returns dest's channel from the cache.
+func (p *batch) channel(dest string) string {
+	if c, ok := p.channels[dest]; ok {
+		return c
+	}
+	if len(p.channels) >= maxCachedChannels {
+		clear(p.channels)
+	}
+	c := p.relay.Channel(dest)
+	p.channels[dest] = c
+	return c
+}
