@@ -19,6 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -57,6 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	redis.SetLogger(redisLog{logger})
 	a, err := newApp(ctx, &st, logger)
 	if err != nil {
 		return err
@@ -115,4 +118,13 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
+}
+
+// redisLog sends go-redis' internal messages (a failed dial per retry
+// while Redis is down) to the debug level: the limiter and the relay log
+// the outage itself once, at warn.
+type redisLog struct{ l *slog.Logger }
+
+func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
+	r.l.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
 }
