@@ -20,6 +20,7 @@ import (
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/web"
 )
 
 // app is the wired server: every component, built in one place so the
@@ -147,6 +148,8 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 		fmt.Fprintln(w, "ready")
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	// The demo page, its assets and the session counts it polls.
+	mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
 	a.handler = mux
 	_ = ctx
 	return a, nil
