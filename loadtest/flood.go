@@ -46,9 +46,6 @@ func (c *floodConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 }
 
 func (c *floodConfig) validate() error {
-	if err := c.common.validate(); err != nil {
-		return err
-	}
 	switch {
 	case c.normal < 0 || c.abusers < 0:
 		return fmt.Errorf("-normal %d / -abusers %d: must not be negative", c.normal, c.abusers)
@@ -74,24 +71,14 @@ func (c *floodConfig) validate() error {
 // it receives.
 func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg floodConfig
-	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
-		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	stopProfile, err := cfg.startProfile()
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	rep, err := flood(ctx, &cfg, stderr)
-	if err != nil {
-		return err
-	}
-	title := fmt.Sprintf("flood: %d normal sessions at %g SEND/s in rooms of %d, %d abusers at %g SEND/s each in its own room, %v",
-		cfg.normal, cfg.normalRate, cfg.roomSize, cfg.abusers, cfg.abuserRate, cfg.duration)
-	return rep.emit(&cfg.common, stdout, title)
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+		return flood(ctx, &cfg, stderr)
+	})
+}
+
+func (c *floodConfig) title() string {
+	return fmt.Sprintf("flood: %d normal sessions at %g SEND/s in rooms of %d, %d abusers at %g SEND/s each in its own room, %v",
+		c.normal, c.normalRate, c.roomSize, c.abusers, c.abuserRate, c.duration)
 }
 
 // flood runs the scenario and returns its report.

@@ -48,9 +48,6 @@ func (c *idleConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 }
 
 func (c *idleConfig) validate() error {
-	if err := c.common.validate(); err != nil {
-		return err
-	}
 	switch {
 	case c.sessions <= 0 || c.sessions > maxSessions:
 		return fmt.Errorf("-sessions %d: must be in [1, %d]", c.sessions, maxSessions)
@@ -113,20 +110,13 @@ func (r rssReader) read(ctx context.Context) (int64, string, error) {
 
 func runIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg idleConfig
-	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
-		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	stopProfile, err := cfg.startProfile()
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	rep := idle(ctx, &cfg, stderr)
-	title := fmt.Sprintf("idle: %d sessions with heart-beats every %v, held %v", cfg.sessions, idleHeartBeat, cfg.duration)
-	return rep.emit(&cfg.common, stdout, title)
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+		return idle(ctx, &cfg, stderr), nil
+	})
+}
+
+func (c *idleConfig) title() string {
+	return fmt.Sprintf("idle: %d sessions with heart-beats every %v, held %v", c.sessions, idleHeartBeat, c.duration)
 }
 
 // idleSession is one held session.

@@ -33,6 +33,9 @@ type common struct {
 	noProgress bool
 }
 
+// shared returns c; the scenarios' settings embed it.
+func (c *common) shared() *common { return c }
+
 // defaultURL is the target when -url is not given: a wsserver on
 // loopback, never anything else.
 const defaultURL = "ws://127.0.0.1:8080/ws"

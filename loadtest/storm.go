@@ -45,9 +45,6 @@ func (c *stormConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 }
 
 func (c *stormConfig) validate() error {
-	if err := c.common.validate(); err != nil {
-		return err
-	}
 	switch {
 	case c.ips <= 0 || c.ips > maxStormIPs:
 		return fmt.Errorf("-ips %d: must be in [1, %d]", c.ips, maxStormIPs)
@@ -103,25 +100,18 @@ type stormReport struct {
 
 func runStorm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg stormConfig
-	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
-		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	stopProfile, err := cfg.startProfile()
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	rep := storm(ctx, &cfg, stderr)
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+		return storm(ctx, &cfg, stderr), nil
+	})
+}
+
+func (c *stormConfig) title() string {
 	rate := "back to back"
-	if cfg.rate > 0 {
-		rate = fmt.Sprintf("%g/s", cfg.rate)
+	if c.rate > 0 {
+		rate = fmt.Sprintf("%g/s", c.rate)
 	}
-	title := fmt.Sprintf("handshake-storm: %d IPs × %d attempts at %s per IP, policy %gr/s burst %d",
-		cfg.ips, cfg.attempts, rate, cfg.policyRate, cfg.policyBurst)
-	return rep.emit(&cfg.common, stdout, title)
+	return fmt.Sprintf("handshake-storm: %d IPs × %d attempts at %s per IP, policy %gr/s burst %d",
+		c.ips, c.attempts, rate, c.policyRate, c.policyBurst)
 }
 
 // attemptOutcome classifies one handshake.

@@ -44,9 +44,6 @@ func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 }
 
 func (c *throughputConfig) validate() error {
-	if err := c.common.validate(); err != nil {
-		return err
-	}
 	switch {
 	case c.publishers <= 0 || c.subscribers <= 0:
 		return fmt.Errorf("-publishers %d / -subscribers %d: must be positive", c.publishers, c.subscribers)
@@ -69,28 +66,18 @@ func (c *throughputConfig) validate() error {
 // instead.
 func runThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg throughputConfig
-	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
-		return err
-	}
-	if err := cfg.validate(); err != nil {
-		return err
-	}
-	stopProfile, err := cfg.startProfile()
-	if err != nil {
-		return err
-	}
-	defer stopProfile()
-	rep, err := throughput(ctx, &cfg, stderr)
-	if err != nil {
-		return err
-	}
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+		return throughput(ctx, &cfg, stderr)
+	})
+}
+
+func (c *throughputConfig) title() string {
 	rate := "unpaced"
-	if cfg.rate > 0 {
-		rate = fmt.Sprintf("%g/s each", cfg.rate)
+	if c.rate > 0 {
+		rate = fmt.Sprintf("%g/s each", c.rate)
 	}
-	title := fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies, %v",
-		cfg.publishers, rate, cfg.subscribers, max(cfg.size, stampLen), cfg.duration)
-	return rep.emit(&cfg.common, stdout, title)
+	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies, %v",
+		c.publishers, rate, c.subscribers, max(c.size, stampLen), c.duration)
 }
 
 func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*report, error) {

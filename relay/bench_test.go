@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -160,7 +161,7 @@ func BenchmarkRelayEndToEnd(b *testing.B) {
 	b.Cleanup(func() { subBroker.Unsubscribe(s) })
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
 	b.Cleanup(func() { _ = rdb.Close() })
-	waitFor(b, clientTimeout, func() error {
+	poll.Until(b, clientTimeout, func() error {
 		n, err := rdb.PubSubNumSub(context.Background(), sub.Channel("/topic/room.1")).Result()
 		if err != nil || n[sub.Channel("/topic/room.1")] != 1 {
 			return errNotYet

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/stomptest"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -46,7 +48,7 @@ func TestClusterResubscribe(t *testing.T) {
 	t.Cleanup(func() { _ = direct.Close() })
 	waitShardSubscribed := func() {
 		t.Helper()
-		waitFor(t, 2*clientTimeout, func() error {
+		poll.Until(t, 2*clientTimeout, func() error {
 			n, err := direct.PubSubShardNumSub(context.Background(), ch).Result()
 			if err != nil {
 				return err
@@ -58,12 +60,12 @@ func TestClusterResubscribe(t *testing.T) {
 		})
 	}
 
-	sub := subscribe(t, a.dial(t), dest)
+	sub := stomptest.Subscribe(t, a.dial(t), dest)
 	waitShardSubscribed()
 	pub := b.dial(t)
 	crosses := func() {
 		t.Helper()
-		waitFor(t, 2*clientTimeout, func() error {
+		poll.Until(t, 2*clientTimeout, func() error {
 			if err := pub.Send(dest, "text/plain", []byte("x"), nil); err != nil {
 				t.Fatalf("SEND: %v", err)
 			}

@@ -9,11 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/stomptest"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -83,69 +84,7 @@ func startInstanceClient(t *testing.T, name string, client redis.UniversalClient
 // disconnected when the test ends.
 func (inst *instance) dial(t *testing.T) *stomp.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, inst.url, &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
-	if err != nil {
-		t.Fatalf("%s: dial: %v", inst.name, err)
-	}
-	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	c, err := stomp.Connect(nc,
-		stomp.ConnOpt.HeartBeat(0, 0),
-		stomp.ConnOpt.RcvReceiptTimeout(clientTimeout),
-		stomp.ConnOpt.DisconnectReceiptTimeout(clientTimeout))
-	if err != nil {
-		t.Fatalf("%s: stomp.Connect: %v", inst.name, err)
-	}
-	t.Cleanup(func() {
-		if c.Disconnect() != nil {
-			_ = c.MustDisconnect()
-		}
-	})
-	return c
-}
-
-// subscribe subscribes c to dest and waits until the server has it: the
-// RECEIPT of a later SEND comes after the SUBSCRIBE was handled. (go-stomp
-// must not be given a receipt on SUBSCRIBE itself.)
-func subscribe(t *testing.T, c *stomp.Conn, dest string) *stomp.Subscription {
-	t.Helper()
-	sub, err := c.Subscribe(dest, stomp.AckAuto)
-	if err != nil {
-		t.Fatalf("subscribe %s: %v", dest, err)
-	}
-	if err := c.Send("/topic/sync", "text/plain", nil, stomp.SendOpt.Receipt); err != nil {
-		t.Fatalf("sync after subscribe %s: %v", dest, err)
-	}
-	// go-stomp stops reading the connection while a subscription's channel
-	// is full, and DISCONNECT then never gets its RECEIPT: drain what the
-	// test left unread until the connection closes.
-	t.Cleanup(func() {
-		go func() {
-			for range sub.C {
-			}
-		}()
-	})
-	return sub
-}
-
-// next returns the next message of sub, or fails the test after
-// clientTimeout.
-func next(t *testing.T, sub *stomp.Subscription) *stomp.Message {
-	t.Helper()
-	select {
-	case m, ok := <-sub.C:
-		if !ok {
-			t.Fatalf("subscription %s closed", sub.Destination())
-		}
-		if m.Err != nil {
-			t.Fatalf("subscription %s: %v", sub.Destination(), m.Err)
-		}
-		return m
-	case <-time.After(clientTimeout):
-		t.Fatalf("no message on %s within %v", sub.Destination(), clientTimeout)
-	}
-	return nil
+	return stomptest.Dial(t, inst.url)
 }
 
 // waitSubscribers waits until Redis counts want subscribers on dest's
@@ -153,7 +92,7 @@ func next(t *testing.T, sub *stomp.Subscription) *stomp.Message {
 func waitSubscribers(t *testing.T, rdb redis.UniversalClient, r *Relay, dest string, want int64) {
 	t.Helper()
 	ch := r.Channel(dest)
-	waitFor(t, clientTimeout, func() error {
+	poll.Until(t, clientTimeout, func() error {
 		n, err := rdb.PubSubNumSub(context.Background(), ch).Result()
 		if err != nil {
 			return err
@@ -163,23 +102,6 @@ func waitSubscribers(t *testing.T, rdb redis.UniversalClient, r *Relay, dest str
 		}
 		return nil
 	})
-}
-
-// waitFor polls cond until it returns nil, failing the test with cond's
-// last error after timeout.
-func waitFor(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // countingObserver records the relay's events.

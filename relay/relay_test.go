@@ -13,6 +13,8 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/stomptest"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -32,7 +34,7 @@ func collect(t *testing.T, sub *stomp.Subscription, n int) received {
 	t.Helper()
 	got := received{seqs: map[string][]int{}, ids: map[string]bool{}}
 	for range n {
-		m := next(t, sub)
+		m := stomptest.Next(t, sub)
 		id := m.Header.Get("message-id")
 		if got.ids[id] {
 			got.dups = append(got.dups, id)
@@ -82,8 +84,8 @@ func TestThreeInstances(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 
 	const dest = "/topic/room.1"
-	subA := subscribe(t, a.dial(t), dest)
-	subB := subscribe(t, b.dial(t), dest)
+	subA := stomptest.Subscribe(t, a.dial(t), dest)
+	subB := stomptest.Subscribe(t, b.dial(t), dest)
 	// The relays of A and B, not C's, subscribe to the channel.
 	waitSubscribers(t, rdb, a.relay, dest, 2)
 
@@ -167,7 +169,7 @@ func TestSubscribesOnlyToLocalDestinations(t *testing.T) {
 	waitChannels := func(want ...string) {
 		t.Helper()
 		slices.Sort(want)
-		waitFor(t, clientTimeout, func() error {
+		poll.Until(t, clientTimeout, func() error {
 			if got := channels(); !slices.Equal(got, want) {
 				return fmt.Errorf("PUBSUB CHANNELS = %q, want %q", got, want)
 			}
@@ -179,9 +181,9 @@ func TestSubscribesOnlyToLocalDestinations(t *testing.T) {
 	}
 
 	ca := a.dial(t)
-	s1 := subscribe(t, ca, "/topic/a")
-	s2 := subscribe(t, ca, "/topic/a") // a second local subscriber: no second SUBSCRIBE
-	subscribe(t, b.dial(t), "/topic/b")
+	s1 := stomptest.Subscribe(t, ca, "/topic/a")
+	s2 := stomptest.Subscribe(t, ca, "/topic/a") // a second local subscriber: no second SUBSCRIBE
+	stomptest.Subscribe(t, b.dial(t), "/topic/b")
 	waitChannels(a.relay.Channel("/topic/a"), b.relay.Channel("/topic/b"))
 	waitSubscribers(t, rdb, a.relay, "/topic/a", 1)
 
@@ -212,7 +214,7 @@ func TestRedisOutage(t *testing.T) {
 
 	const dest = "/topic/outage"
 	pubA, pubB := a.dial(t), b.dial(t)
-	subA := subscribe(t, a.dial(t), dest)
+	subA := stomptest.Subscribe(t, a.dial(t), dest)
 	waitSubscribers(t, rdb, a.relay, dest, 1)
 
 	send := func(c *stomp.Conn, who string, i int) {
@@ -225,7 +227,7 @@ func TestRedisOutage(t *testing.T) {
 	expect := func(body string) {
 		t.Helper()
 		for {
-			if m := next(t, subA); string(m.Body) == body {
+			if m := stomptest.Next(t, subA); string(m.Body) == body {
 				return
 			}
 		}
@@ -241,7 +243,7 @@ func TestRedisOutage(t *testing.T) {
 		expect("a" + strconv.Itoa(i))
 		send(pubB, "b", i)
 	}
-	waitFor(t, clientTimeout, func() error {
+	poll.Until(t, clientTimeout, func() error {
 		if n := b.obs.drops(DropRedisError); n == 0 {
 			return fmt.Errorf("b: no message counted as dropped during the outage")
 		}
@@ -255,7 +257,7 @@ func TestRedisOutage(t *testing.T) {
 	// The restarted Redis is empty: the relay of A must subscribe again.
 	waitSubscribers(t, rdb, a.relay, dest, 1)
 	i := 100
-	waitFor(t, clientTimeout, func() error {
+	poll.Until(t, clientTimeout, func() error {
 		i++
 		send(pubB, "b", i)
 		select {
@@ -268,7 +270,7 @@ func TestRedisOutage(t *testing.T) {
 			return fmt.Errorf("no message from b through Redis yet")
 		}
 	})
-	waitFor(t, clientTimeout, func() error {
+	poll.Until(t, clientTimeout, func() error {
 		for _, inst := range []*instance{a, b} {
 			if active, entered := inst.obs.inOutage(); active || entered != 1 {
 				return fmt.Errorf("%s: outage active %v, entered %d times, want false and 1", inst.name, active, entered)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/go-stomp/stomp/v3"
 
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -42,24 +41,6 @@ func startServer(t *testing.T, cfg Config) *testServer {
 		hs.Close()
 	})
 	return &testServer{Server: srv, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", obs: obs}
-}
-
-// dialGoStomp connects the go-stomp client over a WebSocket stream.
-func dialGoStomp(t *testing.T, url string, opts ...func(*stomp.Conn) error) *stomp.Conn {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	c, err := stomp.Connect(nc, append([]func(*stomp.Conn) error{stomp.ConnOpt.HeartBeat(0, 0)}, opts...)...)
-	if err != nil {
-		t.Fatalf("stomp.Connect: %v", err)
-	}
-	t.Cleanup(func() { _ = c.MustDisconnect() })
-	return c
 }
 
 // rawClient speaks STOMP by hand, for the cases a well-behaved client
@@ -180,20 +161,4 @@ func (o *countingObserver) closedCount(reason string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed[reason]
-}
-
-// waitFor polls cond until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

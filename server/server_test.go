@@ -13,6 +13,8 @@ import (
 	"github.com/go-stomp/stomp/v3/frame"
 	"go.uber.org/goleak"
 
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/stomptest"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -25,8 +27,8 @@ func TestMain(m *testing.M) {
 // every header carried, disconnect.
 func TestGoStompClient(t *testing.T) {
 	ts := startServer(t, Config{})
-	sub := dialGoStomp(t, ts.url)
-	pub := dialGoStomp(t, ts.url)
+	sub := stomptest.Dial(t, ts.url)
+	pub := stomptest.Dial(t, ts.url)
 	if v := sub.Version(); v != stomp.V12 {
 		t.Fatalf("negotiated version %v, want 1.2", v)
 	}
@@ -192,7 +194,7 @@ func TestReceiptsAndDisconnect(t *testing.T) {
 	if code := c.expectClosed(); code != websocket.StatusNormalClosure {
 		t.Errorf("close status %v after DISCONNECT, want 1000", code)
 	}
-	waitFor(t, 5*time.Second, func() error {
+	poll.Until(t, 5*time.Second, func() error {
 		if n := ts.obs.closedCount(closeNormal); n != 1 {
 			return fmt.Errorf("%d normal closes recorded", n)
 		}
@@ -257,7 +259,7 @@ func TestHeartBeats(t *testing.T) {
 		if f := c.expect("CONNECTED"); f.Get("heart-beat") != "50,50" {
 			t.Errorf("heart-beat %q", f.Get("heart-beat"))
 		}
-		waitFor(t, 5*time.Second, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			_, b, err := c.ws.Read(ctx)
@@ -280,7 +282,7 @@ func TestHeartBeats(t *testing.T) {
 		c.send("CONNECT\naccept-version:1.2\nheart-beat:50,0\n\n\x00")
 		c.expect("CONNECTED")
 		c.expectClosed()
-		waitFor(t, 5*time.Second, func() error {
+		poll.Until(t, 5*time.Second, func() error {
 			if ts.obs.closedCount(closeHeartBeat) == 0 {
 				return fmt.Errorf("no heartbeat_timeout close recorded")
 			}
@@ -330,9 +332,9 @@ func TestSlowConsumer(t *testing.T) {
 	slow.send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
 	slow.expect("RECEIPT")
 
-	pub := dialGoStomp(t, ts.url)
+	pub := stomptest.Dial(t, ts.url)
 	body := bytes.Repeat([]byte("x"), 60<<10)
-	waitFor(t, 30*time.Second, func() error {
+	poll.Until(t, 30*time.Second, func() error {
 		for i := 0; i < 20; i++ {
 			if err := pub.Send("/topic/big", "", body); err != nil {
 				return err

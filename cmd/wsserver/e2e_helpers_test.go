@@ -23,12 +23,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
 // clientTimeout bounds every client step of the tests: a dial, a CONNECT,
 // a RECEIPT, a message. It is far above what any step needs; reaching it
 // means the step is stuck.
-const clientTimeout = 10 * time.Second
+const clientTimeout = stomptest.Timeout
 
 // startApp wires the server as run does, from the command-line args on
 // top of the defaults (no environment), and serves it on an httptest
@@ -79,38 +82,16 @@ func wsURL(base string) string {
 // connection it returns is closed when the test ends.
 func dialWS(t *testing.T, url string) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	ws, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
-	if err != nil {
-		return nil, resp, err
-	}
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	return ws, resp, nil
+	return stomptest.DialWebSocket(t, url)
 }
 
 // connectStomp runs the go-stomp client over an open WebSocket: CONNECT
-// without heart-beats, bounded waits for RECEIPTs. The client is
-// disconnected when the test ends, if the test has not done it.
+// without heart-beats, bounded waits for RECEIPTs, the client's chatter
+// silenced. The client is disconnected when the test ends, if the test has
+// not done it.
 func connectStomp(t *testing.T, ws *websocket.Conn, opts ...func(*stomp.Conn) error) *stomp.Conn {
 	t.Helper()
-	nc := websocket.NetConn(context.Background(), ws, websocket.MessageText)
-	all := append([]func(*stomp.Conn) error{
-		stomp.ConnOpt.HeartBeat(0, 0),
-		stomp.ConnOpt.RcvReceiptTimeout(clientTimeout),
-		stomp.ConnOpt.DisconnectReceiptTimeout(clientTimeout),
-		stomp.ConnOpt.Logger(quietLogger{}),
-	}, opts...)
-	c, err := stomp.Connect(nc, all...)
-	if err != nil {
-		t.Fatalf("stomp.Connect: %v", err)
-	}
-	t.Cleanup(func() {
-		if c.Disconnect() != nil {
-			_ = c.MustDisconnect()
-		}
-	})
-	return c
+	return stomptest.Connect(t, ws, withQuietLogger(opts)...)
 }
 
 // disconnect sends DISCONNECT with a receipt and waits for the RECEIPT,
@@ -138,63 +119,35 @@ func (quietLogger) Info(string)                 {}
 func (quietLogger) Warning(msg string)          { log.Print("stomp client: " + msg) }
 func (quietLogger) Error(msg string)            { log.Print("stomp client: " + msg) }
 
+// withQuietLogger returns opts after an option that installs quietLogger.
+func withQuietLogger(opts []func(*stomp.Conn) error) []func(*stomp.Conn) error {
+	return append([]func(*stomp.Conn) error{stomp.ConnOpt.Logger(quietLogger{})}, opts...)
+}
+
 // dialStomp is dialWS then connectStomp; a refused handshake fails the
 // test.
 func dialStomp(t *testing.T, url string, opts ...func(*stomp.Conn) error) *stomp.Conn {
 	t.Helper()
-	ws, resp, err := dialWS(t, url)
-	if err != nil {
-		t.Fatalf("dial %s: %v (%s)", url, err, describe(resp))
-	}
-	return connectStomp(t, ws, opts...)
+	return stomptest.Dial(t, url, withQuietLogger(opts)...)
 }
 
 // describe summarizes a handshake response for failure messages.
 func describe(resp *http.Response) string {
-	if resp == nil {
-		return "no response"
-	}
-	body := ""
-	if resp.Body != nil {
-		b, _ := io.ReadAll(resp.Body)
-		body = strings.TrimSpace(string(b))
-	}
-	return fmt.Sprintf("HTTP %d %v %q", resp.StatusCode, resp.Header, body)
+	return stomptest.Describe(resp)
 }
 
 // subscribe subscribes c to dest and waits until the server has the
-// subscription in place: a SEND with a receipt on the same connection is
-// answered only after the SUBSCRIBE before it was processed. (The go-stomp
-// client must not be given a receipt on SUBSCRIBE itself.)
+// subscription in place (see stomptest.Subscribe).
 func subscribe(t *testing.T, c *stomp.Conn, dest string) *stomp.Subscription {
 	t.Helper()
-	sub, err := c.Subscribe(dest, stomp.AckAuto)
-	if err != nil {
-		t.Fatalf("subscribe %s: %v", dest, err)
-	}
-	if err := c.Send("/topic/sync", "", nil, stomp.SendOpt.Receipt); err != nil {
-		t.Fatalf("sync after subscribe %s: %v", dest, err)
-	}
-	return sub
+	return stomptest.Subscribe(t, c, dest)
 }
 
 // nextMessage returns the next message of sub, failing the test after
 // clientTimeout or if the subscription ends with an error.
 func nextMessage(t *testing.T, sub *stomp.Subscription) *stomp.Message {
 	t.Helper()
-	select {
-	case m, ok := <-sub.C:
-		if !ok {
-			t.Fatalf("subscription %s closed", sub.Destination())
-		}
-		if m.Err != nil {
-			t.Fatalf("subscription %s: %v", sub.Destination(), m.Err)
-		}
-		return m
-	case <-time.After(clientTimeout):
-		t.Fatalf("no message on %s within %v", sub.Destination(), clientTimeout)
-	}
-	return nil
+	return stomptest.Next(t, sub)
 }
 
 // samples is a /metrics scrape: every sample by "name{label="value",...}"
@@ -283,15 +236,5 @@ func (s samples) sum(name string, match ...string) float64 {
 // with cond's last error if that takes longer than timeout.
 func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, timeout, cond)
 }

@@ -11,7 +11,6 @@
 package testnginx
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -21,10 +20,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/testproc"
 )
 
 // StartTimeout bounds how long Start waits for nginx to accept connections,
@@ -35,9 +35,6 @@ const (
 	StartTimeout = 10 * time.Second
 	StopTimeout  = 10 * time.Second
 )
-
-// pollInterval is the pause between two connection attempts while waiting.
-const pollInterval = 5 * time.Millisecond
 
 // confName is the configuration's file name inside the server directory.
 const confName = "nginx.conf"
@@ -58,14 +55,8 @@ type Server struct {
 	// configuration resolve against it.
 	Dir string
 
-	tb  testing.TB
-	out *lockedBuffer
-
-	mu sync.Mutex
-	// cmd is the running master process, nil once stopped. Guarded by mu.
-	cmd *exec.Cmd
-	// exited is closed when cmd has been waited for. Guarded by mu.
-	exited chan struct{}
+	tb   testing.TB
+	proc *testproc.Process // the master process
 }
 
 // Binary returns the path of the nginx executable: "nginx" from PATH, or
@@ -88,12 +79,7 @@ func Binary(tb testing.TB) string {
 // own message.
 func FreePort(tb testing.TB) int {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("testnginx: no free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return testproc.FreePort(tb)
 }
 
 // Check writes conf into a fresh directory and runs `nginx -t` on it. It
@@ -121,7 +107,7 @@ func Start(tb testing.TB, conf []byte) *Server {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &Server{Addr: addr, URL: "http://" + addr, tb: tb, out: &lockedBuffer{}}
+	s := &Server{Addr: addr, URL: "http://" + addr, tb: tb}
 	s.Dir = makeDir(tb)
 	writeConf(tb, s.Dir, conf)
 	if err := runTest(bin, s.Dir); err != nil {
@@ -130,29 +116,17 @@ func Start(tb testing.TB, conf []byte) *Server {
 
 	cmd := exec.Command(bin, "-c", confName, "-p", s.Dir, "-e", "stderr", "-g", "daemon off;")
 	cmd.Dir = s.Dir
-	cmd.Stdout, cmd.Stderr = s.out, s.out
 	// Own process group, so that a hung nginx can be killed with its
 	// workers.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(cmd)
+	if err != nil {
 		tb.Fatalf("testnginx: starting nginx: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
+	s.proc = proc
 	tb.Cleanup(s.cleanup)
 
-	err = waitFor(StartTimeout, func() error {
-		select {
-		case <-exited:
-			return errExited
-		default:
-		}
+	err = proc.WaitReady(StartTimeout, func() error {
 		conn, err := net.DialTimeout("tcp", s.Addr, time.Second)
 		if err != nil {
 			return err
@@ -171,27 +145,14 @@ func Start(tb testing.TB, conf []byte) *Server {
 // killing the process group after StopTimeout. Stop on a stopped server
 // does nothing.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(StopTimeout):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
+	s.proc.Stop(syscall.SIGTERM, StopTimeout)
 }
 
 // Output returns what nginx has written to its standard output and error
 // so far: startup messages, and the error log if the configuration sends it
 // to stderr.
 func (s *Server) Output() string {
-	return s.out.String()
+	return s.proc.Output()
 }
 
 // ReadFile returns the content of a file in Dir, such as a log the
@@ -209,7 +170,7 @@ func (s *Server) ReadFile(name string) string {
 func (s *Server) cleanup() {
 	s.Stop()
 	if s.tb.Failed() {
-		s.tb.Logf("testnginx: nginx output:\n%s%s", s.out.String(), s.logs())
+		s.tb.Logf("testnginx: nginx output:\n%s%s", s.Output(), s.logs())
 	}
 }
 
@@ -285,41 +246,4 @@ func listenAddr(conf []byte) (string, error) {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port), nil
-}
-
-// errExited reports that nginx ended before accepting connections.
-var errExited = errors.New("nginx exited")
-
-// waitFor calls check until it returns nil, errExited, or timeout passes,
-// returning the last error.
-func waitFor(timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil || errors.Is(err, errExited) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollInterval)
-	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

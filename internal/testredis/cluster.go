@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/stompgate/stompgate/internal/poll"
 )
 
 // ClusterSize is the number of masters StartCluster runs: the smallest
@@ -51,7 +53,7 @@ func StartCluster(tb testing.TB) *Cluster {
 		tb.Fatalf("testredis: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	for _, s := range c.Nodes {
-		err := waitFor(StartTimeout, func() error {
+		err := poll.Wait(StartTimeout, func() error {
 			out, err := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", fmt.Sprint(s.port), "cluster", "info").CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("%v: %s", err, out)

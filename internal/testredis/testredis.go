@@ -8,8 +8,6 @@ package testredis
 
 import (
 	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"os/exec"
@@ -17,15 +15,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/testproc"
 )
 
 // StartTimeout bounds how long Start and Restart wait for the server to
 // answer PING. redis-server normally answers within a few milliseconds; the
 // bound is generous because the test machine is shared and noisy.
 const StartTimeout = 10 * time.Second
-
-// pollInterval is the pause between two PING attempts while waiting.
-const pollInterval = 5 * time.Millisecond
 
 // installHint is the advice printed when the binary is missing.
 const installHint = "redis-server not found in PATH: install it with " +
@@ -47,10 +44,8 @@ type Server struct {
 	args []string
 
 	mu sync.Mutex
-	// cmd is the running process, nil after Kill. Guarded by mu.
-	cmd *exec.Cmd
-	// exited is closed when cmd has been waited for. Guarded by mu.
-	exited chan struct{}
+	// proc is the running process, nil after Kill. Guarded by mu.
+	proc *testproc.Process
 }
 
 // Start runs redis-server on a free 127.0.0.1 port with
@@ -62,10 +57,7 @@ func Start(tb testing.TB, args ...string) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatal(installHint)
 	}
-	port, err := freePort()
-	if err != nil {
-		tb.Fatalf("testredis: no free port: %v", err)
-	}
+	port := testproc.FreePort(tb)
 	s := &Server{
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		tb:   tb,
@@ -88,14 +80,12 @@ func (s *Server) URL() string {
 // server does nothing.
 func (s *Server) Kill() {
 	s.mu.Lock()
-	cmd, exited := s.cmd, s.exited
-	s.cmd = nil
+	proc := s.proc
+	s.proc = nil
 	s.mu.Unlock()
-	if cmd == nil {
-		return
+	if proc != nil {
+		proc.Kill()
 	}
-	_ = cmd.Process.Kill()
-	<-exited
 }
 
 // Restart kills the server if it runs and starts a new, empty one on the
@@ -117,52 +107,18 @@ func (s *Server) start() {
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
 	}, s.args...)
-	cmd := exec.Command("redis-server", args...)
-	out := &lockedBuffer{}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	if err := cmd.Start(); err != nil {
+	proc, err := testproc.Start(exec.Command("redis-server", args...))
+	if err != nil {
 		s.tb.Fatalf("testredis: starting redis-server: %v", err)
 	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
 	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
+	s.proc = proc
 	s.mu.Unlock()
 
-	err := waitFor(StartTimeout, func() error {
-		select {
-		case <-exited:
-			return errExited
-		default:
-		}
-		return ping(s.Addr)
-	})
+	err = proc.WaitReady(StartTimeout, func() error { return ping(s.Addr) })
 	if err != nil {
 		s.Kill()
-		s.tb.Fatalf("testredis: redis-server on %s did not answer PING: %v\n%s", s.Addr, err, out.String())
-	}
-}
-
-// errExited reports that the process ended before answering.
-var errExited = errors.New("redis-server exited")
-
-// waitFor calls check until it returns nil, errExited, or timeout passes,
-// returning the last error.
-func waitFor(timeout time.Duration, check func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil || errors.Is(err, errExited) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(pollInterval)
+		s.tb.Fatalf("testredis: redis-server on %s did not answer PING: %v\n%s", s.Addr, err, proc.Output())
 	}
 }
 
@@ -187,34 +143,4 @@ func ping(addr string) error {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
-}
-
-// freePort asks the kernel for an unused loopback port. Another process may
-// take it before redis-server binds it; Start then fails with redis-server's
-// own message in the output.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// lockedBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
