@@ -13,6 +13,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -26,12 +29,59 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/policy"
 )
 
 // clientTimeout bounds every client step of the tests: a dial, a CONNECT,
 // a RECEIPT, a message. It is far above what any step needs; reaching it
 // means the step is stuck.
 const clientTimeout = stomptest.Timeout
+
+// testPolicy is the default policy with the handshake zone slowed from
+// 3r/s to 30r/m, burst 5 as before. From rest the same burst+1 handshakes
+// pass and the next is refused, but the bucket drains one request per 2 s
+// instead of per 333 ms, so a burst stays a burst on a loaded machine.
+const testPolicy = `zones:
+  - name: ws_handshake
+    key: client_ip
+    rate: 30r/m
+    burst: 5
+    routes:
+      - {method: GET, path: /ws, upstream: ws}
+  - name: room_create
+    key: client_ip
+    rate: 2r/s
+    burst: 4
+    routes:
+      - {method: POST, path: /rooms, upstream: api}
+  - name: room_join
+    key: client_ip
+    rate: 5r/s
+    burst: 10
+    routes:
+      - {method: POST, path: "/rooms/{id}/join", upstream: api}
+`
+
+// testPolicyFile writes testPolicy to a file for -policy.
+func testPolicyFile(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(testPolicy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// parsedTestPolicy is testPolicy for rendering the nginx config, so nginx
+// and the server hold the same numbers.
+func parsedTestPolicy(t *testing.T) policy.Policy {
+	t.Helper()
+	p, err := policy.Parse([]byte(testPolicy))
+	if err != nil {
+		t.Fatalf("test policy: %v", err)
+	}
+	return p
+}
 
 // startApp wires the server as run does, from the command-line args on
 // top of the defaults (no environment), and serves it on an httptest
@@ -46,6 +96,9 @@ func startApp(t *testing.T, args ...string) (string, *app) {
 // startAppEnv is startApp with environment variables (WSSERVER_*).
 func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *app) {
 	t.Helper()
+	if !slices.Contains(args, "-policy") && env["WSSERVER_POLICY"] == "" {
+		args = append([]string{"-policy", testPolicyFile(t)}, args...)
+	}
 	var st settings
 	if err := st.parse(args, func(k string) string { return env[k] }, io.Discard); err != nil {
 		t.Fatalf("settings %q: %v", args, err)

@@ -13,15 +13,14 @@ import (
 
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/nginx"
-	"github.com/stompgate/stompgate/policy"
 )
 
-// handshakeBurst is how many handshakes the default policy lets one IP
+// handshakeBurst is how many handshakes the policy (default or test) lets one IP
 // make at once: burst 5 plus the one the rate allows from rest.
 const handshakeBurst = 6
 
 // TestThroughNginx puts a real nginx, with the configuration rendered from
-// the default policy, in front of the wired server. From one IP, the first
+// the test policy (testPolicy), in front of the wired server. From one IP, the first
 // handshakeBurst rapid WebSocket handshakes pass and carry STOMP; the next
 // one gets nginx's 429 with Retry-After and never reaches the server.
 // Then, against a fresh server with no nginx in front, the same sequence
@@ -34,7 +33,7 @@ func TestThroughNginx(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conf, err := nginx.Render(policy.Default(), nginx.Config{
+		conf, err := nginx.Render(parsedTestPolicy(t), nginx.Config{
 			Listen:       fmt.Sprintf("127.0.0.1:%d", testnginx.FreePort(t)),
 			WSUpstreams:  []string{u.Host},
 			APIUpstreams: []string{u.Host},
@@ -49,8 +48,8 @@ func TestThroughNginx(t *testing.T) {
 		ngx := testnginx.Start(t, conf)
 
 		resp := handshakeSequence(t, wsURL(ngx.URL))
-		if got := resp.Header.Get("Retry-After"); got != "1" {
-			t.Errorf("nginx's 429: got Retry-After %q, want \"1\" (ceil(1/3 s))", got)
+		if got := resp.Header.Get("Retry-After"); got != "2" {
+			t.Errorf("nginx's 429: got Retry-After %q, want \"2\" (one request per 2 s at 30r/m)", got)
 		}
 		if got := resp.Header.Get("RateLimit-Policy"); got != "" {
 			t.Errorf("nginx's 429: got RateLimit-Policy %q, want none: the server must not have answered", got)
@@ -76,7 +75,7 @@ func TestThroughNginx(t *testing.T) {
 			t.Errorf("server's 429: got Retry-After %q, want whole seconds, at least 1", got)
 		}
 		// ws_handshake 3r/s burst 5: q = burst + 1, w = ceil(6 / 3r/s).
-		if got, want := resp.Header.Get("RateLimit-Policy"), `"ws_handshake";q=6;w=2`; got != want {
+		if got, want := resp.Header.Get("RateLimit-Policy"), `"ws_handshake";q=6;w=12`; got != want {
 			t.Errorf("server's 429: got RateLimit-Policy %q, want %q", got, want)
 		}
 		m := scrape(t, base)

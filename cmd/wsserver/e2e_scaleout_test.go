@@ -18,7 +18,6 @@ import (
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/nginx"
-	"github.com/stompgate/stompgate/policy"
 )
 
 // scaleOutInstances is the number of wsserver instances of the scale-out
@@ -95,7 +94,7 @@ func (c cluster) waitRelaySubscribed(t *testing.T, rdb redis.UniversalClient, de
 // instance in the WebSocket upstream.
 func newNginx(t *testing.T, hosts []string) *testnginx.Server {
 	t.Helper()
-	conf, err := nginx.Render(policy.Default(), nginx.Config{
+	conf, err := nginx.Render(parsedTestPolicy(t), nginx.Config{
 		Listen:       fmt.Sprintf("127.0.0.1:%d", testnginx.FreePort(t)),
 		WSUpstreams:  hosts,
 		APIUpstreams: hosts[:1],
