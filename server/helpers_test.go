@@ -46,10 +46,9 @@ func startServer(t *testing.T, cfg Config) *testServer {
 // rawClient speaks STOMP by hand, for the cases a well-behaved client
 // library never produces.
 type rawClient struct {
-	t    *testing.T
-	ws   *websocket.Conn
-	dec  *stompframe.Decoder
-	errc error // how the connection ended, once it has
+	t   *testing.T
+	ws  *websocket.Conn
+	dec *stompframe.Decoder
 }
 
 func dialRaw(t *testing.T, url string, protos ...string) *rawClient {

@@ -34,11 +34,11 @@ func TestStartCluster(t *testing.T) {
 	if len(masters) < 2 {
 		t.Errorf("8 keys landed on %d master(s), want at least 2", len(masters))
 	}
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
-		t.Fatalf("CLUSTER SLOTS: %v", err)
+		t.Fatalf("CLUSTER SHARDS: %v", err)
 	}
-	if len(slots) < ClusterSize {
-		t.Errorf("CLUSTER SLOTS has %d ranges, want at least %d", len(slots), ClusterSize)
+	if len(shards) < ClusterSize {
+		t.Errorf("CLUSTER SHARDS lists %d shards, want at least %d", len(shards), ClusterSize)
 	}
 }
