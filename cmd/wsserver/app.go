@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,7 +34,8 @@ type app struct {
 	relay    *relay.Relay // nil without -relay
 }
 
-func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error) {
+// newApp builds the server from settings that validate has accepted.
+func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	a := &app{registry: metrics.NewRegistry()}
 	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes)})
 	if err != nil {
@@ -59,15 +59,7 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 	if err != nil {
 		return nil, err
 	}
-	var failClosed bool
-	switch st.limiterFail {
-	case "open":
-	case "closed":
-		failClosed = true
-	default:
-		return nil, fmt.Errorf("-limiter-fail %q: want open or closed", st.limiterFail)
-	}
-	hcfg := handshake.Config{FailClosed: failClosed, Logger: logger, Observer: obs}
+	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
 	if st.redisURL != "" {
 		client, err := handshake.NewUniversalClient(st.redisURL)
 		if err != nil {
@@ -122,7 +114,7 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 	})
 	if err != nil {
 		a.close()
-		return nil, settingError(err)
+		return nil, err
 	}
 	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
 		Limiter:        a.limiter,
@@ -151,16 +143,12 @@ func newApp(ctx context.Context, st *settings, logger *slog.Logger) (*app, error
 	// The demo page, its assets and the session counts it polls.
 	mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
 	a.handler = mux
-	_ = ctx
 	return a, nil
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
 // session limiter, metrics.
 func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slog.Logger) (*interceptor.Chain, error) {
-	if st.authRequired && st.jwtSecret == "" {
-		return nil, errors.New("-auth-required needs -jwt-secret")
-	}
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
 		JWTSecret: []byte(st.jwtSecret),
 		Required:  st.authRequired,
@@ -171,21 +159,6 @@ func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slo
 	alg, err := sessionlimit.ParseAlgorithm(st.sendAlgorithm)
 	if err != nil {
 		return nil, fmt.Errorf("-send-limit-algorithm: %w", err)
-	}
-	if st.sendLimit <= 0 {
-		return nil, fmt.Errorf("-send-limit %d: must be positive", st.sendLimit)
-	}
-	if st.sendWindow <= 0 {
-		return nil, fmt.Errorf("-send-window %v: must be positive", st.sendWindow)
-	}
-	if st.abuseDrops < 0 {
-		return nil, fmt.Errorf("-abuse-drops %d is negative", st.abuseDrops)
-	}
-	if st.abuseWindow <= 0 {
-		return nil, fmt.Errorf("-abuse-window %v: must be positive", st.abuseWindow)
-	}
-	if st.abuseBan < 0 {
-		return nil, fmt.Errorf("-abuse-ban %v is negative", st.abuseBan)
 	}
 	limit, err := interceptor.NewLimitStage(interceptor.LimitConfig{
 		Limit:          sessionlimit.Config{Algorithm: alg, Limit: st.sendLimit, Window: st.sendWindow},
@@ -200,11 +173,6 @@ func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slo
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
 	}
 	return interceptor.NewChain(obs, principal, limit, interceptor.NewMetricsStage(obs)), nil
-}
-
-// settingError maps a server.Config validation error to the flag name.
-func settingError(err error) error {
-	return fmt.Errorf("invalid setting: %w", err)
 }
 
 // newBroker returns the broker and, with -relay redis, the relay wired to

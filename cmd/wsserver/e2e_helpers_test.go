@@ -107,7 +107,7 @@ func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *
 		t.Fatalf("settings %q: %v", args, err)
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(context.Background(), &st, logger)
+	a, err := newApp(&st, logger)
 	if err != nil {
 		t.Fatalf("newApp %q: %v", args, err)
 	}

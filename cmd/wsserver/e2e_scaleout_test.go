@@ -256,7 +256,7 @@ func TestRelaySettingErrors(t *testing.T) {
 			if err := st.parse(tt.args, func(string) string { return "" }, io.Discard); err != nil {
 				t.Fatalf("parse %q: %v", tt.args, err)
 			}
-			a, err := newApp(context.Background(), &st, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			a, err := newApp(&st, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			if err == nil {
 				a.close()
 				t.Fatalf("newApp %q: no error, want %q", tt.args, tt.want)

@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	redis.SetLogger(redisLog{logger})
-	a, err := newApp(ctx, &st, logger)
+	a, err := newApp(&st, logger)
 	if err != nil {
 		return err
 	}
