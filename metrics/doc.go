@@ -100,7 +100,8 @@
 // dropped for 5m), StompgateHandshakeRejectionSpike (more than half of
 // handshakes, and over 1/s, rejected for 5m),
 // StompgateHandshakeLimiterFallback (an instance on its fallback store for
-// 1m), StompgateSlowConsumerDisconnects (more than 10 in 10m),
+// 1m), StompgateRelayOutage (the relay without Redis for 1m),
+// StompgateSlowConsumerDisconnects (more than 10 in 10m),
 // StompgateHandshakeLimiterSlow (limiter p99 above 50ms for 5m) and
 // StompgatePanicsRecovered.
 package metrics
