@@ -121,6 +121,14 @@ type Banner interface {
 	Ban(ctx context.Context, key string, d time.Duration) error
 }
 
+// BanChecker reports, without counting a request, whether key is banned
+// and for how much longer. It is how a key that is only known after the
+// handshake (a principal, at CONNECT) has its ban honoured. An error means
+// no answer: the key was empty, the store unreachable, or ctx ended.
+type BanChecker interface {
+	Banned(ctx context.Context, key string) (retryAfter time.Duration, banned bool, err error)
+}
+
 // Compile-time checks that the stores and the Limiter implement the
 // interfaces.
 var (
@@ -130,6 +138,10 @@ var (
 	_ Banner = (*MemoryStore)(nil)
 	_ Banner = (*RedisStore)(nil)
 	_ Banner = (*Limiter)(nil)
+
+	_ BanChecker = (*MemoryStore)(nil)
+	_ BanChecker = (*RedisStore)(nil)
+	_ BanChecker = (*Limiter)(nil)
 )
 
 // bucket is one key's state: the excess in thousandths of a request and the

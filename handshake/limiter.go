@@ -141,21 +141,42 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 	if l.redis == nil {
 		return l.memory.Allow(ctx, key, lim)
 	}
-	if l.fallback.Load() && !l.probeDue(start) {
+	var r Result
+	useFallback, err := l.tryRedis(ctx, start, func() (err error) {
+		r, err = l.redis.Allow(ctx, key, lim)
+		return err
+	})
+	if err != nil {
+		return Result{}, err
+	}
+	if useFallback {
 		return l.fallbackDecision(ctx, key, lim)
 	}
-	r, err := l.redis.Allow(ctx, key, lim)
+	return r, nil
+}
+
+// tryRedis runs call, a Redis operation, unless the Limiter is in
+// fallback mode and no probe is due, and keeps the fallback state: a
+// success leaves fallback mode, a Redis failure enters it. It reports
+// whether the caller must answer without Redis. The error is the caller's
+// context error when ctx ended, which says nothing about Redis; Redis
+// errors are reported to the Observer, not returned.
+func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() error) (useFallback bool, err error) {
+	if l.fallback.Load() && !l.probeDue(start) {
+		return true, nil
+	}
+	err = call()
 	if err == nil {
 		if l.fallback.CompareAndSwap(true, false) {
 			l.logger.Info("handshake: redis answers again, leaving fallback mode")
 			l.observer.Fallback(false)
 		}
-		return r, nil
+		return false, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		// The caller gave up (client gone, server shutting down): that
 		// says nothing about Redis.
-		return Result{}, ctxErr
+		return false, ctxErr
 	}
 	l.observer.StoreError(StoreRedis, err)
 	l.nextProbe.Store(start.Add(l.retryInterval).UnixNano())
@@ -168,7 +189,7 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 			"err", err, "retry_interval", l.retryInterval)
 		l.observer.Fallback(true)
 	}
-	return l.fallbackDecision(ctx, key, lim)
+	return true, nil
 }
 
 // probeDue reports whether this request should try Redis while in
@@ -189,7 +210,9 @@ func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (
 }
 
 // Ban bans key for d in memory and, when configured, in Redis, so the ban
-// holds in fallback mode too; d of zero or less lifts it. An error means
+// holds in fallback mode too (Allow and Banned then answer from memory);
+// d of zero or less lifts it. It writes Redis even in fallback mode: a ban
+// is rare and worth one Redis timeout. An error means
 // the Redis part failed: the ban then holds on this instance only.
 func (l *Limiter) Ban(ctx context.Context, key string, d time.Duration) error {
 	if err := l.memory.Ban(ctx, key, d); err != nil {
@@ -205,6 +228,42 @@ func (l *Limiter) Ban(ctx context.Context, key string, d time.Duration) error {
 		return err
 	}
 	return nil
+}
+
+// Banned reports whether key is banned and for how much longer, without
+// counting a request: it is the ban check of Allow alone, for keys that are
+// only known after the handshake (a principal, at CONNECT).
+//
+// It asks Redis when Redis is configured and answers, and otherwise (no
+// Redis, or fallback mode) process memory, with the same fallback
+// bookkeeping as Allow: a Redis failure enters fallback mode and is
+// reported to the Observer, a successful probe leaves it. FailClosed does
+// not apply: a ban check that cannot reach Redis answers from memory, which
+// holds every ban this instance recorded (Ban writes memory first), and
+// otherwise answers not banned. Refusing every principal because Redis is
+// down would turn an outage into a lockout; the handshake itself is already
+// refused in that mode.
+//
+// It returns an error only for an empty key or when ctx ended. Banned does
+// not call Observer.Decision: it decides no request.
+func (l *Limiter) Banned(ctx context.Context, key string) (retryAfter time.Duration, banned bool, err error) {
+	if key == "" {
+		return 0, false, ErrEmptyKey
+	}
+	if l.redis == nil {
+		return l.memory.Banned(ctx, key)
+	}
+	useFallback, err := l.tryRedis(ctx, l.now(), func() (err error) {
+		retryAfter, banned, err = l.redis.Banned(ctx, key)
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	if useFallback {
+		return l.memory.Banned(ctx, key)
+	}
+	return retryAfter, banned, nil
 }
 
 // InFallback reports whether the Limiter is in fallback mode: Redis is

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -255,6 +256,93 @@ func TestLimiterBan(t *testing.T) {
 	}
 	if r, _ := l.Allow(ctx, "192.0.2.24", handshakeLimit); !r.Banned {
 		t.Errorf("ban made while Redis is down = %+v, want held in memory", r)
+	}
+}
+
+// Banned asks Redis while it answers and memory once it is down, with
+// Allow's fallback bookkeeping, and never refuses for lack of an answer,
+// fail closed or not.
+func TestLimiterBanned(t *testing.T) {
+	for _, failClosed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("FailClosed=%v", failClosed), func(t *testing.T) {
+			l, srv, clock, rec, _ := newFallbackLimiter(t, failClosed)
+			ctx := t.Context()
+			banned := func(step, key string, want bool) {
+				t.Helper()
+				d, got, err := l.Banned(ctx, key)
+				if err != nil {
+					t.Fatalf("%s: Banned(%q) error %v, want an answer", step, key, err)
+				}
+				if got != want || (got && (d <= 0 || d > time.Hour)) || (!got && d != 0) {
+					t.Errorf("%s: Banned(%q) = %v, %v; want %v", step, key, d, got, want)
+				}
+			}
+			// Through the Limiter: in Redis and in memory.
+			if err := l.Ban(ctx, "principal:mallory", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			// By another instance: in Redis only.
+			if err := l.redis.Ban(ctx, "principal:trudy", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			banned("redis up", "principal:mallory", true)
+			banned("redis up", "principal:trudy", true)
+			banned("redis up", "principal:alice", false)
+
+			srv.Kill()
+			banned("redis killed", "principal:mallory", true)
+			if !l.InFallback() {
+				t.Fatal("InFallback() = false after a failed ban check, want true")
+			}
+			banned("redis killed", "principal:trudy", false)
+			banned("redis killed", "principal:alice", false)
+			d, errs, fb := rec.counts()
+			if errs != 1 || len(fb) != 1 || !fb[0] {
+				t.Errorf("redis killed: StoreError calls %d, Fallback calls %v; want 1 and [true]", errs, fb)
+			}
+			if d != 0 {
+				t.Errorf("Decision calls = %d, want 0: a ban check decides no request", d)
+			}
+
+			// The restarted Redis is empty; another instance bans again.
+			srv.Restart()
+			if err := l.redis.Ban(ctx, "principal:trudy", time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			banned("restarted, before probe", "principal:trudy", false)
+			clock.Advance(DefaultRetryInterval)
+			banned("restarted, probe", "principal:trudy", true)
+			if l.InFallback() {
+				t.Error("InFallback() = true after Redis answered a ban check, want false")
+			}
+		})
+	}
+}
+
+func TestLimiterBannedInput(t *testing.T) {
+	l, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, _, err := l.Banned(ctx, ""); !errors.Is(err, ErrEmptyKey) {
+		t.Errorf("Banned with empty key error = %v, want ErrEmptyKey", err)
+	}
+	if err := l.Ban(ctx, "principal:mallory", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if d, banned, err := l.Banned(ctx, "principal:mallory"); err != nil || !banned || d <= 0 || d > time.Minute {
+		t.Errorf("Banned without Redis = %v, %v, %v; want banned from memory for (0, 1m]", d, banned, err)
+	}
+
+	rl, _, _, rec, _ := newFallbackLimiter(t, false)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := rl.Banned(cctx, "principal:mallory"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Banned with canceled context error = %v, want context.Canceled", err)
+	}
+	if _, errs, _ := rec.counts(); errs != 0 || rl.InFallback() {
+		t.Errorf("after a caller cancel: StoreError calls %d, InFallback %v; want 0, false", errs, rl.InFallback())
 	}
 }
 

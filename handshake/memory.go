@@ -144,8 +144,9 @@ func (s *MemoryStore) Ban(_ context.Context, key string, d time.Duration) error 
 }
 
 // BanAt bans key from now for d (rounded up to whole milliseconds), in
-// every zone; d of zero or less lifts the ban. A ban takes one entry and is subject to LRU eviction like any other,
-// but each refused request refreshes it.
+// every zone; d of zero or less lifts the ban. A ban takes one entry and
+// is subject to LRU eviction like any other, but each refused request and
+// each BannedAt that finds it refreshes it.
 func (s *MemoryStore) BanAt(now time.Time, key string, d time.Duration) error {
 	if key == "" {
 		return ErrEmptyKey
@@ -169,6 +170,29 @@ func (s *MemoryStore) BanAt(now time.Time, key string, d time.Duration) error {
 	}
 	sh.insertLocked(k, memNode{banUntilMs: until})
 	return nil
+}
+
+// Banned is shorthand for BannedAt(now(), key); ctx is not used.
+func (s *MemoryStore) Banned(_ context.Context, key string) (time.Duration, bool, error) {
+	return s.BannedAt(s.now(), key)
+}
+
+// BannedAt reports whether key is banned at now and for how much longer,
+// without counting a request. An expired ban is removed; a live one is
+// refreshed in the LRU list, as a refused request refreshes it.
+func (s *MemoryStore) BannedAt(now time.Time, key string) (time.Duration, bool, error) {
+	if key == "" {
+		return 0, false, ErrEmptyKey
+	}
+	nowMs := now.UnixMilli()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	until, ok := sh.banUntilLocked(key, nowMs)
+	if !ok {
+		return 0, false, nil
+	}
+	return time.Duration(until-nowMs) * time.Millisecond, true, nil
 }
 
 // Len returns the number of entries held (states and bans), at most MaxKeys.

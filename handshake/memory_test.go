@@ -270,3 +270,41 @@ func TestMemoryStoreBanEviction(t *testing.T) {
 		t.Errorf("after lifting: bans %d, Len %d; want 0, 0", sh.bans, s.Len())
 	}
 }
+
+func TestMemoryStoreBannedAt(t *testing.T) {
+	s, err := NewMemoryStore(MemoryConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(ms int64) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	if err := s.BanAt(at(0), "principal:mallory", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		atMs       int64
+		key        string
+		wantBanned bool
+		wantRetry  time.Duration
+	}{
+		{name: "banned", atMs: 1000, key: "principal:mallory", wantBanned: true, wantRetry: 9 * time.Second},
+		{name: "another key", atMs: 1000, key: "principal:alice"},
+		{name: "last ms of the ban", atMs: 9999, key: "principal:mallory", wantBanned: true, wantRetry: time.Millisecond},
+		{name: "ban over", atMs: 10_000, key: "principal:mallory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, banned, err := s.BannedAt(at(tt.atMs), tt.key)
+			if err != nil || banned != tt.wantBanned || d != tt.wantRetry {
+				t.Errorf("BannedAt(t0+%dms, %q) = %v, %v, %v; want %v, %v, nil", tt.atMs, tt.key, d, banned, err, tt.wantRetry, tt.wantBanned)
+			}
+		})
+	}
+	// The expired ban was removed and the checks created nothing.
+	if n := s.Len(); n != 0 {
+		t.Errorf("Len() after the ban expired = %d, want 0", n)
+	}
+	if _, _, err := s.BannedAt(t0, ""); !errors.Is(err, ErrEmptyKey) {
+		t.Errorf("BannedAt with empty key error = %v, want ErrEmptyKey", err)
+	}
+}

@@ -153,6 +153,28 @@ func (s *RedisStore) Ban(ctx context.Context, key string, d time.Duration) error
 	return nil
 }
 
+// Banned reports whether key is banned and for how much longer (PTTL of
+// the ban key the decision script checks), in one round trip bounded by
+// Timeout. It counts no request. A ban key without an expiry, which Ban
+// never writes, is not a ban, as in the script.
+func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, bool, error) {
+	if key == "" {
+		return 0, false, ErrEmptyKey
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	// PTTL answers -2 for a missing key and -1 for one without expiry;
+	// go-redis passes both through unscaled.
+	d, err := s.client.PTTL(ctx, s.banKey(key)).Result()
+	if err != nil {
+		return 0, false, fmt.Errorf("handshake: redis ban check: %w", err)
+	}
+	if d <= 0 {
+		return 0, false, nil
+	}
+	return d, true, nil
+}
+
 // bucketKey is the hash holding zone's state for key. The hash tag {key}
 // is shared with banKey so both are in one Cluster slot.
 func (s *RedisStore) bucketKey(key, zone string) string {

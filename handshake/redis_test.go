@@ -195,3 +195,61 @@ func TestRedisStoreScriptFlush(t *testing.T) {
 		t.Errorf("Allow after SCRIPT FLUSH = %+v, %v; want allowed, nil", r, err)
 	}
 }
+
+// Banned reads the ban key the decision script checks, under the
+// configured prefix, and agrees with the script on what is a ban.
+func TestRedisStoreBanned(t *testing.T) {
+	srv := testredis.Start(t)
+	client := newTestClient(t, srv.URL())
+	s, err := NewRedisStore(RedisConfig{Client: client, Timeout: 5 * time.Second, Prefix: "test:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := s.Ban(ctx, "principal:mallory", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// A key that exists without an expiry is no ban for the script.
+	if err := client.Set(ctx, "test:ban:{principal:eve}", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		key        string
+		wantBanned bool
+	}{
+		{"principal:mallory", true},
+		{"principal:alice", false},
+		{"principal:eve", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			d, banned, err := s.Banned(ctx, tt.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if banned != tt.wantBanned || (banned && (d <= 0 || d > time.Minute)) || (!banned && d != 0) {
+				t.Errorf("Banned(%q) = %v, %v; want banned %v with RetryAfter in (0, 1m] when banned, 0 otherwise", tt.key, d, banned, tt.wantBanned)
+			}
+			r, err := s.Allow(ctx, tt.key, handshakeLimit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Banned != banned {
+				t.Errorf("Allow(%q).Banned = %v, Banned() = %v; want them equal", tt.key, r.Banned, banned)
+			}
+		})
+	}
+	if err := s.Ban(ctx, "principal:mallory", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, banned, err := s.Banned(ctx, "principal:mallory"); err != nil || banned {
+		t.Errorf("Banned after lifting the ban = %v, %v; want false, nil", banned, err)
+	}
+	if _, _, err := s.Banned(ctx, ""); !errors.Is(err, ErrEmptyKey) {
+		t.Errorf("Banned with empty key error = %v, want ErrEmptyKey", err)
+	}
+	srv.Kill()
+	if _, _, err := s.Banned(ctx, "principal:mallory"); err == nil || !strings.HasPrefix(err.Error(), "handshake: redis ban check: ") {
+		t.Errorf("Banned with Redis down error = %v, want a wrapped Redis error", err)
+	}
+}

@@ -5,9 +5,11 @@
 //	principal ─► session limiter ─► (your stages) ─► metrics
 //
 // PrincipalStage identifies the session at CONNECT (anonymous or an HS256
-// JWT) and checks the principal's destination patterns. LimitStage counts
-// the limited commands (SEND by default) against the session's own limiter
-// and drops the excess silently: no ERROR, no RECEIPT. MetricsStage counts
+// JWT), refuses a banned principal and checks the principal's destination
+// patterns. LimitStage counts the limited commands (SEND by default)
+// against the session's own limiter and drops the excess silently: no
+// ERROR, no RECEIPT; with escalation it closes an abusive session and bans
+// its client IP and principal. MetricsStage counts
 // only the frames that passed everything before it.
 //
 // A stage answers one of three outcomes: Pass (next stage), Drop (stop

@@ -34,8 +34,9 @@ type LimitConfig struct {
 	// escalation. Default 10s.
 	EscalateWindow time.Duration
 	// BanFor, when positive, also bans the session's client IP and
-	// principal for this long at escalation. Needs Banner. Default 0: no
-	// ban.
+	// principal for this long at escalation. Needs Banner. The handshake
+	// limiter honours the IP ban; the PrincipalStage honours the
+	// principal ban at CONNECT when its Bans is set. Default 0: no ban.
 	BanFor time.Duration
 	// Banner records bans; required when BanFor > 0.
 	Banner Banner
@@ -155,7 +156,7 @@ func (st *LimitStage) ban(s *Session) {
 		keys = append(keys, s.RemoteIP.String())
 	}
 	if s.Principal != nil && !s.Principal.Anonymous {
-		keys = append(keys, "principal:"+s.Principal.Name)
+		keys = append(keys, principalBanKey(s.Principal.Name))
 	}
 	for _, k := range keys {
 		if err := st.cfg.Banner.Ban(ctx, k, st.cfg.BanFor); err != nil {

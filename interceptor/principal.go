@@ -1,6 +1,7 @@
 package interceptor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -25,7 +26,25 @@ type PrincipalConfig struct {
 	Leeway time.Duration
 	// Now is the clock used to check exp and nbf; nil means time.Now.
 	Now func() time.Time
+	// Bans, when set, is asked at CONNECT whether an authenticated,
+	// non-anonymous principal is banned (key "principal:<name>", the key
+	// the LimitStage bans at escalation); a banned principal is rejected
+	// with RejectBanned. The check is bounded by BanCheckTimeout; a check
+	// that fails or times out lets the session in. Nil: no check.
+	Bans BanChecker
 }
+
+// BanChecker reports whether key is banned and for how much longer. The
+// handshake package's Limiter implements it. An error means no answer.
+type BanChecker interface {
+	Banned(ctx context.Context, key string) (retryAfter time.Duration, banned bool, err error)
+}
+
+// BanCheckTimeout bounds the ban check of one CONNECT. It is spent on the
+// session's reader goroutine before CONNECTED is sent, so it is short; the
+// Limiter's own Redis timeout (50ms by default) is below it, so a slow
+// Redis is answered from memory rather than cut off here.
+const BanCheckTimeout = 100 * time.Millisecond
 
 // PrincipalStage identifies the session at CONNECT and enforces the
 // principal's destination patterns on SUBSCRIBE and SEND.
@@ -48,7 +67,9 @@ type PrincipalConfig struct {
 // An absent list means any destination; an empty list means none. Patterns
 // are matched by MatchDestination. An invalid or expired token, a missing
 // one when Required, or a frame outside the patterns is rejected (ERROR
-// and close).
+// and close). With PrincipalConfig.Bans set, so is the CONNECT of a
+// principal that is banned: the ban follows the principal across client
+// IPs, which the handshake's IP ban cannot do.
 //
 // A PrincipalStage is safe for concurrent use.
 type PrincipalStage struct {
@@ -87,6 +108,10 @@ const (
 	RejectAuth = "auth"
 	// RejectPermission: a destination outside the principal's patterns.
 	RejectPermission = "permission"
+	// RejectBanned: CONNECT by a principal that is banned (see
+	// PrincipalConfig.Bans), usually for an earlier session's rate limit
+	// abuse. The ERROR says how long the ban still holds.
+	RejectBanned = "banned"
 )
 
 // Claims is the JWT claim set the PrincipalStage reads.
@@ -167,6 +192,9 @@ func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
 	if c.Subject == "" {
 		return RejectFrame(RejectAuth, "invalid credentials", `token has no "sub" claim`)
 	}
+	if r, banned := p.banned(c.Subject); banned {
+		return r
+	}
 	pr := &Principal{Name: c.Subject}
 	if c.STOMP != nil {
 		pr.Subscribe = nonNil(c.STOMP.Subscribe)
@@ -174,6 +202,31 @@ func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
 	}
 	s.Principal = pr
 	return Continue()
+}
+
+// banned asks cfg.Bans whether the principal name is banned and, if so,
+// returns the rejection. A check that cannot be made is no ban: a Redis
+// outage must not lock every principal out (the Limiter reports its store
+// errors to its own Observer).
+func (p *PrincipalStage) banned(name string) (Result, bool) {
+	if p.cfg.Bans == nil {
+		return Result{}, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), BanCheckTimeout)
+	defer cancel()
+	d, banned, err := p.cfg.Bans.Banned(ctx, principalBanKey(name))
+	if err != nil || !banned {
+		return Result{}, false
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	return RejectFrame(RejectBanned, "banned",
+		fmt.Sprintf("this principal is banned for another %d s", secs)), true
+}
+
+// principalBanKey is the ban key of the principal name, shared by the
+// LimitStage (which bans) and the PrincipalStage (which checks).
+func principalBanKey(name string) string {
+	return "principal:" + name
 }
 
 // nonNil keeps the distinction the claim format makes: an absent list

@@ -1,13 +1,16 @@
 package interceptor
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -401,5 +404,144 @@ func TestPrincipalClaims(t *testing.T) {
 	want := Principal{Name: "alice", Send: []string{"/a"}, Subscribe: []string{"/b", "/c"}}
 	if s.Principal == nil || !principalEqual(*s.Principal, want) {
 		t.Errorf("Principal = %+v, want %+v", s.Principal, want)
+	}
+}
+
+// fakeBans is a BanChecker (and a Banner) over a map of keys to the time
+// each ban has left; it records every key it is asked about.
+type fakeBans struct {
+	mu     sync.Mutex
+	left   map[string]time.Duration
+	err    error
+	asked  []string
+	badCtx bool // some check had no deadline, or one beyond BanCheckTimeout
+}
+
+func (b *fakeBans) Banned(ctx context.Context, key string) (time.Duration, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > BanCheckTimeout {
+		b.badCtx = true
+	}
+	b.asked = append(b.asked, key)
+	if b.err != nil {
+		return 0, false, b.err
+	}
+	d, ok := b.left[key]
+	return d, ok, nil
+}
+
+func (b *fakeBans) Ban(_ context.Context, key string, d time.Duration) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == nil {
+		b.left = make(map[string]time.Duration)
+	}
+	b.left[key] = d
+	return nil
+}
+
+func (b *fakeBans) keys() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.asked)
+}
+
+func TestPrincipalBanned(t *testing.T) {
+	t.Parallel()
+	mallory := sign(t, testSecret, validClaims("mallory", nil))
+	alice := sign(t, testSecret, validClaims("alice", nil))
+	left := map[string]time.Duration{
+		"principal:mallory": time.Minute,
+		"principal:carol":   1500 * time.Millisecond,
+		"principal:dave":    time.Millisecond,
+		"mallory":           time.Minute, // an IP-style key: not the principal's
+	}
+	tests := []struct {
+		name      string
+		token     string // empty: anonymous CONNECT
+		err       error
+		wantAsked []string
+		wantOK    bool
+		detail    string
+	}{
+		{name: "banned", token: mallory, wantAsked: []string{"principal:mallory"}, detail: "this principal is banned for another 60 s"},
+		{name: "rounded up", token: sign(t, testSecret, validClaims("carol", nil)), wantAsked: []string{"principal:carol"}, detail: "this principal is banned for another 2 s"},
+		{name: "last ms", token: sign(t, testSecret, validClaims("dave", nil)), wantAsked: []string{"principal:dave"}, detail: "this principal is banned for another 1 s"},
+		{name: "not banned", token: alice, wantAsked: []string{"principal:alice"}, wantOK: true},
+		{name: "check fails open", token: mallory, err: errors.New("store down"), wantAsked: []string{"principal:mallory"}, wantOK: true},
+		{name: "anonymous not checked", wantOK: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			bans := &fakeBans{left: left, err: tt.err}
+			p := newPrincipalStage(t, PrincipalConfig{JWTSecret: testSecret, Bans: bans})
+			s := &Session{ID: "7"}
+			var headers []string
+			if tt.token != "" {
+				headers = []string{"passcode", tt.token}
+			}
+			r := p.Handle(s, frame("CONNECT", headers...), t0)
+			if got := bans.keys(); !slices.Equal(got, tt.wantAsked) {
+				t.Errorf("keys checked = %q, want %q", got, tt.wantAsked)
+			}
+			if bans.badCtx {
+				t.Errorf("a check ran without a deadline within BanCheckTimeout %v", BanCheckTimeout)
+			}
+			if tt.wantOK {
+				if r.Outcome != Pass || s.Principal == nil {
+					t.Errorf("Handle(CONNECT) = %+v, Principal %+v; want pass with a principal", r, s.Principal)
+				}
+				return
+			}
+			want := Result{Outcome: Reject, Reason: RejectBanned, Message: "banned", Detail: tt.detail}
+			if r != want {
+				t.Errorf("Handle(CONNECT) = %+v, want %+v", r, want)
+			}
+			if s.Principal != nil {
+				t.Errorf("Principal = %+v after a rejected CONNECT, want nil", s.Principal)
+			}
+		})
+	}
+}
+
+// A token that fails authentication is rejected as such, before any ban
+// check.
+func TestPrincipalBanCheckAfterAuth(t *testing.T) {
+	t.Parallel()
+	bans := &fakeBans{left: map[string]time.Duration{"principal:mallory": time.Minute}}
+	p := newPrincipalStage(t, PrincipalConfig{JWTSecret: testSecret, Bans: bans})
+	expired := sign(t, testSecret, jwt.MapClaims{"sub": "mallory", "exp": t0.Add(-time.Hour).Unix()})
+	r := p.Handle(&Session{}, frame("CONNECT", "passcode", expired), t0)
+	if r.Outcome != Reject || r.Reason != RejectAuth {
+		t.Errorf("expired token of a banned principal: Handle = %+v, want a %q rejection", r, RejectAuth)
+	}
+	if got := bans.keys(); len(got) != 0 {
+		t.Errorf("keys checked = %q, want none", got)
+	}
+}
+
+// The key the LimitStage bans at escalation is the key the PrincipalStage
+// checks at CONNECT.
+func TestPrincipalBanFromEscalation(t *testing.T) {
+	t.Parallel()
+	bans := &fakeBans{}
+	st := newLimitStage(t, LimitConfig{Limit: limitOneForever, EscalateAfter: 1, BanFor: time.Minute, Banner: bans})
+	p := newPrincipalStage(t, PrincipalConfig{JWTSecret: testSecret, Bans: bans})
+	connect := frame("CONNECT", "passcode", sign(t, testSecret, validClaims("mallory", nil)))
+
+	s := &Session{ID: "1"}
+	if r := p.Handle(s, connect, t0); r.Outcome != Pass {
+		t.Fatalf("first CONNECT: Handle = %+v, want pass", r)
+	}
+	send := frame("SEND", "destination", "/topic/x")
+	st.Handle(s, send, t0)
+	if r := st.Handle(s, send, t0); r.Outcome != Reject || r.Reason != RejectAbuse {
+		t.Fatalf("second SEND: Handle = %+v, want a %q rejection", r, RejectAbuse)
+	}
+	r := p.Handle(&Session{ID: "2"}, connect, t0)
+	if r.Outcome != Reject || r.Reason != RejectBanned {
+		t.Errorf("CONNECT after escalation: Handle = %+v, want a %q rejection", r, RejectBanned)
 	}
 }

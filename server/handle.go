@@ -32,7 +32,10 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	case interceptor.Reject:
 		reason := closeRejected
 		switch r.Reason {
-		case interceptor.RejectAbuse:
+		case interceptor.RejectAbuse, interceptor.RejectBanned:
+			// A banned principal's CONNECT is the same abuse
+			// carrying on from another connection: counted with the
+			// escalation that banned it, not as a credential failure.
 			reason = interceptor.RejectAbuse
 		case interceptor.RejectAuth:
 			reason = closeAuthFailed

@@ -147,11 +147,14 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// session limiter, metrics.
-func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slog.Logger) (*interceptor.Chain, error) {
+// session limiter, metrics. bans is the handshake limiter: the LimitStage
+// records its escalation bans there and the PrincipalStage checks the
+// principal's ban at CONNECT, so an abuser's ban follows it to another IP.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
 		JWTSecret: []byte(st.jwtSecret),
 		Required:  st.authRequired,
+		Bans:      bans,
 	})
 	if err != nil {
 		return nil, err
@@ -166,7 +169,7 @@ func newChain(st *settings, obs observer, banner interceptor.Banner, logger *slo
 		EscalateAfter:  st.abuseDrops,
 		EscalateWindow: st.abuseWindow,
 		BanFor:         st.abuseBan,
-		Banner:         banner,
+		Banner:         bans,
 		Logger:         logger,
 	})
 	if err != nil {
