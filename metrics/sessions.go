@@ -23,7 +23,8 @@ const (
 	// the WebSocket upgrade.
 	CloseConnectTimeout
 	// CloseRateLimitAbuse: the session kept exceeding its frame limit and
-	// was closed rather than merely dropped.
+	// was closed rather than merely dropped, or its principal is banned for
+	// such abuse and was refused at CONNECT.
 	CloseRateLimitAbuse
 	// CloseAuthFailed: CONNECT carried missing or invalid credentials.
 	CloseAuthFailed
