@@ -2,7 +2,6 @@ package server
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/coder/websocket"
@@ -21,8 +20,8 @@ const supportedVersions = "1.0,1.1,1.2"
 // interceptor chain, then the command.
 func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	receipt := f.Get("receipt")
-	if msg, detail := s.validate(f); msg != "" {
-		s.protocolError(f.Command, msg, detail, receipt)
+	if e := s.validate(f); e.message != "" {
+		s.protocolError(e, receipt)
 		return true
 	}
 	r := s.srv.cfg.Chain.Handle(&s.st, f, now)
@@ -67,7 +66,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		// one.
 	case stompframe.CommandBegin:
 		if len(s.txs) >= s.srv.cfg.MaxTransactions {
-			s.protocolError(f.Command, "too many transactions", fmt.Sprintf("at most %d open transactions per session", s.srv.cfg.MaxTransactions), receipt)
+			s.protocolError(malformed("too many transactions", fmt.Sprintf("at most %d open transactions per session", s.srv.cfg.MaxTransactions)), receipt)
 			return true
 		}
 		if s.txs == nil {
@@ -95,58 +94,70 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	return false
 }
 
+// frameError is why a frame is answered with ERROR and a close: kind is
+// the bounded label it is counted under, message the ERROR frame's message
+// header, detail its body. The zero value means no error.
+type frameError struct {
+	kind, message, detail string
+}
+
+// malformed is a frameError of kind "malformed".
+func malformed(message, detail string) frameError {
+	return frameError{kind: "malformed", message: message, detail: detail}
+}
+
 // validate checks what makes f malformed for this session's state and
-// version, and returns the ERROR message and detail, or "" if f is fine.
-func (s *session) validate(f *stompframe.Frame) (msg, detail string) {
+// version; the zero frameError means f is fine.
+func (s *session) validate(f *stompframe.Frame) frameError {
 	cmd := f.Command
 	if !stompframe.IsClientCommand(cmd) {
-		return "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)
+		return frameError{"unknown_command", "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)}
 	}
 	isConnect := cmd == stompframe.CommandConnect || cmd == stompframe.CommandStomp
 	if !s.connected.Load() {
 		if !isConnect {
-			return "not connected", fmt.Sprintf("%s before CONNECT", cmd)
+			return frameError{"not_connected", "not connected", fmt.Sprintf("%s before CONNECT", cmd)}
 		}
-		return "", ""
+		return frameError{}
 	}
 	if isConnect {
-		return "already connected", "a session sends CONNECT once"
+		return malformed("already connected", "a session sends CONNECT once")
 	}
-	need := func(names ...string) (string, string) {
+	need := func(names ...string) frameError {
 		for _, n := range names {
 			if _, ok := f.Lookup(n); !ok {
-				return "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)
+				return frameError{"missing_header", "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)}
 			}
 		}
-		return "", ""
+		return frameError{}
 	}
 	switch cmd {
 	case stompframe.CommandSend:
-		if m, d := need("destination"); m != "" {
-			return m, d
+		if e := need("destination"); e.message != "" {
+			return e
 		}
 		if f.Get("destination") == "" {
-			return "invalid destination", "the destination header is empty"
+			return malformed("invalid destination", "the destination header is empty")
 		}
 		if tx, ok := f.Lookup("transaction"); ok {
 			if _, open := s.txs[tx]; !open {
-				return "unknown transaction", fmt.Sprintf("transaction %q is not open", tx)
+				return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
 			}
 		}
 	case stompframe.CommandSubscribe:
-		if m, d := need("destination"); m != "" {
-			return m, d
+		if e := need("destination"); e.message != "" {
+			return e
 		}
 		if f.Get("destination") == "" {
-			return "invalid destination", "the destination header is empty"
+			return malformed("invalid destination", "the destination header is empty")
 		}
 		if s.version >= stompframe.V11 {
-			if m, d := need("id"); m != "" {
-				return m, d
+			if e := need("id"); e.message != "" {
+				return e
 			}
 		}
 		if _, err := broker.ParseAckMode(f.Get("ack")); err != nil {
-			return "invalid ack mode", err.Error()
+			return malformed("invalid ack mode", err.Error())
 		}
 	case stompframe.CommandUnsubscribe:
 		if s.version >= stompframe.V11 {
@@ -155,73 +166,57 @@ func (s *session) validate(f *stompframe.Frame) (msg, detail string) {
 		_, hasID := f.Lookup("id")
 		_, hasDest := f.Lookup("destination")
 		if !hasID && !hasDest {
-			return "missing header", "UNSUBSCRIBE requires the id or destination header"
+			return frameError{"missing_header", "missing header", "UNSUBSCRIBE requires the id or destination header"}
 		}
 	case stompframe.CommandAck, stompframe.CommandNack:
-		var m, d string
+		var e frameError
 		switch s.version {
 		case stompframe.V12:
-			m, d = need("id")
+			e = need("id")
 		case stompframe.V11:
-			m, d = need("message-id", "subscription")
+			e = need("message-id", "subscription")
 		default:
-			m, d = need("message-id")
+			e = need("message-id")
 		}
-		if m != "" {
-			return m, d
+		if e.message != "" {
+			return e
 		}
 		if tx, ok := f.Lookup("transaction"); ok {
 			if _, open := s.txs[tx]; !open {
-				return "unknown transaction", fmt.Sprintf("transaction %q is not open", tx)
+				return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
 			}
 		}
 	case stompframe.CommandBegin:
-		if m, d := need("transaction"); m != "" {
-			return m, d
+		if e := need("transaction"); e.message != "" {
+			return e
 		}
 		if _, open := s.txs[f.Get("transaction")]; open {
-			return "duplicate transaction", fmt.Sprintf("transaction %q is already open", f.Get("transaction"))
+			return malformed("duplicate transaction", fmt.Sprintf("transaction %q is already open", f.Get("transaction")))
 		}
 	case stompframe.CommandCommit, stompframe.CommandAbort:
-		if m, d := need("transaction"); m != "" {
-			return m, d
+		if e := need("transaction"); e.message != "" {
+			return e
 		}
 		if _, open := s.txs[f.Get("transaction")]; !open {
-			return "unknown transaction", fmt.Sprintf("transaction %q is not open", f.Get("transaction"))
+			return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", f.Get("transaction")))
 		}
 	}
-	return "", ""
+	return frameError{}
 }
 
-// protocolError answers a malformed frame with ERROR and a close.
-func (s *session) protocolError(cmd, msg, detail, receipt string) {
-	kind := "malformed"
-	switch msg {
-	case "unknown command":
-		kind = "unknown_command"
-	case "missing header":
-		kind = "missing_header"
-	case "not connected":
-		kind = "not_connected"
-	}
-	s.srv.cfg.Observer.ProtocolErrorClose(kind)
-	s.fail(closeProtocolError, websocket.StatusPolicyViolation, msg, detail, receipt)
+// protocolError answers a malformed frame with ERROR (extra headers
+// added) and a close, and counts it under e.kind.
+func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
+	s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
+	s.fail(closeProtocolError, websocket.StatusPolicyViolation, e.message, e.detail, receipt, extra...)
 }
 
 func (s *session) onConnect(f *stompframe.Frame) bool {
 	v, ok := stompframe.Negotiate(f.Get("accept-version"))
 	if !ok {
-		s.srv.cfg.Observer.ProtocolErrorClose("unsupported_version")
-		e := stompframe.Frame{Command: stompframe.CommandError}
-		e.Add("version", supportedVersions)
-		e.Add("content-type", "text/plain")
-		body := "Supported protocol versions are " + supportedVersions
-		e.Add("content-length", strconv.Itoa(len(body)))
-		e.Add("message", "unsupported protocol version")
-		e.Body = []byte(body)
-		if s.send(stompframe.Append(nil, &e, stompframe.V10)) {
-			s.closeAfter(closeProtocolError, websocket.StatusPolicyViolation, "unsupported protocol version")
-		}
+		s.protocolError(frameError{"unsupported_version", "unsupported protocol version",
+			"Supported protocol versions are " + supportedVersions}, "",
+			stompframe.Header{Name: "version", Value: supportedVersions})
 		return true
 	}
 	if v > s.maxVersion {
@@ -229,7 +224,7 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 	}
 	cx, cy, err := parseHeartBeat(f.Get("heart-beat"))
 	if err != nil {
-		s.protocolError(f.Command, "invalid heart-beat", err.Error(), "")
+		s.protocolError(malformed("invalid heart-beat", err.Error()), "")
 		return true
 	}
 	s.version = v
@@ -254,7 +249,7 @@ func (s *session) onSend(f *stompframe.Frame) bool {
 	if tx, ok := f.Lookup("transaction"); ok {
 		pending := s.txs[tx]
 		if len(pending) >= s.srv.cfg.MaxTransactionFrames {
-			s.protocolError(f.Command, "transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames), f.Get("receipt"))
+			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames)), f.Get("receipt"))
 			return true
 		}
 		s.txs[tx] = append(pending, m)
@@ -280,11 +275,11 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		id = f.Get("destination")
 	}
 	if _, dup := s.subs[id]; dup {
-		s.protocolError(f.Command, "duplicate subscription", fmt.Sprintf("subscription id %q is already in use", id), receipt)
+		s.protocolError(malformed("duplicate subscription", fmt.Sprintf("subscription id %q is already in use", id)), receipt)
 		return true
 	}
 	if len(s.subs) >= s.srv.cfg.MaxSubscriptions {
-		s.protocolError(f.Command, "too many subscriptions", fmt.Sprintf("at most %d subscriptions per session", s.srv.cfg.MaxSubscriptions), receipt)
+		s.protocolError(malformed("too many subscriptions", fmt.Sprintf("at most %d subscriptions per session", s.srv.cfg.MaxSubscriptions)), receipt)
 		return true
 	}
 	ack, _ := broker.ParseAckMode(f.Get("ack"))

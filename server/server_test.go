@@ -164,6 +164,22 @@ func TestProtocolErrors(t *testing.T) {
 		})
 	}
 
+	// Each close is counted under its bounded kind.
+	poll.Until(t, 5*time.Second, func() error {
+		ts.obs.mu.Lock()
+		defer ts.obs.mu.Unlock()
+		want := map[string]int{
+			"not_connected": 1, "unknown_command": 1, "missing_header": 5,
+			"bad_escape": 1, "frame_too_large": 2, "unsupported_version": 1, "malformed": 4,
+		}
+		for k, n := range want {
+			if ts.obs.protocol[k] != n {
+				return fmt.Errorf("protocol error closes %v, want %v", ts.obs.protocol, want)
+			}
+		}
+		return nil
+	})
+
 	// The bystander was never disturbed.
 	bystander.send("SEND\ndestination:/topic/ok\n\nstill here\x00")
 	if f := bystander.expect("MESSAGE"); string(f.Body) != "still here" {

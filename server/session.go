@@ -234,14 +234,15 @@ func (s *session) endLocked(reason string) bool {
 }
 
 // fail queues an ERROR frame (message header msg, body detail, receipt-id
-// when the offending frame asked for a receipt) and a close with code,
-// after everything already queued.
-func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, receipt string) {
+// when the offending frame asked for a receipt, then any extra headers)
+// and a close with code, after everything already queued.
+func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, receipt string, extra ...stompframe.Header) {
 	f := stompframe.Frame{Command: stompframe.CommandError}
 	f.Add("message", msg)
 	if receipt != "" {
 		f.Add("receipt-id", receipt)
 	}
+	f.Headers = append(f.Headers, extra...)
 	f.Add("content-type", "text/plain")
 	body := []byte(detail)
 	if len(body) > 0 {
