@@ -29,15 +29,15 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	case interceptor.Drop:
 		return false
 	case interceptor.Reject:
-		reason := closeRejected
+		reason := CloseProtocolError
 		switch r.Reason {
 		case interceptor.RejectAbuse, interceptor.RejectBanned:
 			// A banned principal's CONNECT is the same abuse
 			// carrying on from another connection: counted with the
 			// escalation that banned it, not as a credential failure.
-			reason = interceptor.RejectAbuse
+			reason = CloseRateLimitAbuse
 		case interceptor.RejectAuth:
-			reason = closeAuthFailed
+			reason = CloseAuthFailed
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		default:
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
@@ -85,7 +85,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		if receipt != "" {
 			s.send(s.receiptFrame(receipt))
 		}
-		s.closeAfter(closeNormal, websocket.StatusNormalClosure, "")
+		s.closeAfter(CloseNormal, websocket.StatusNormalClosure, "")
 		return true
 	}
 	if receipt != "" {
@@ -208,7 +208,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 // added) and a close, and counts it under e.kind.
 func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
 	s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
-	s.fail(closeProtocolError, websocket.StatusPolicyViolation, e.message, e.detail, receipt, extra...)
+	s.fail(CloseProtocolError, websocket.StatusPolicyViolation, e.message, e.detail, receipt, extra...)
 }
 
 func (s *session) onConnect(f *stompframe.Frame) bool {

@@ -83,7 +83,7 @@ func (s *session) heartBeatIn() {
 	limit := s.inEvery + s.srv.cfg.HeartBeatTolerance
 	silent := time.Duration(time.Now().UnixNano() - s.lastRead.Load())
 	if silent >= limit {
-		s.closeAfter(closeHeartBeat, websocket.StatusPolicyViolation, "heart-beat timeout")
+		s.closeAfter(CloseHeartBeat, websocket.StatusPolicyViolation, "heart-beat timeout")
 		return
 	}
 	s.mu.Lock()

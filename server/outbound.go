@@ -52,7 +52,7 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message) bool {
 // frames waiting would only delay the close of a peer that does not read.
 func (s *session) slowConsumerLocked() {
 	s.closing = true
-	s.reason = closeSlowConsumer
+	s.reason = CloseSlowConsumer
 	clear(s.queue)
 	s.queue = s.queue[:0]
 	s.pushLocked(outItem{close: true, code: websocket.StatusPolicyViolation, reason: "slow consumer"})
@@ -167,7 +167,7 @@ func (s *session) writeLoop() {
 			s.mu.Lock()
 			s.closing = true
 			if s.reason == "" {
-				s.reason = closeClientGone
+				s.reason = CloseClientGone
 			}
 			s.mu.Unlock()
 		}

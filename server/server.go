@@ -166,7 +166,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.reg.each(func(ss *session) { ss.abort(closeShutdown) })
+		s.reg.each(func(ss *session) { ss.abort(CloseShutdown) })
 		<-done
 		return ctx.Err()
 	}

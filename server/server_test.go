@@ -211,7 +211,7 @@ func TestReceiptsAndDisconnect(t *testing.T) {
 		t.Errorf("close status %v after DISCONNECT, want 1000", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
-		if n := ts.obs.closedCount(closeNormal); n != 1 {
+		if n := ts.obs.closedCount(CloseNormal); n != 1 {
 			return fmt.Errorf("%d normal closes recorded", n)
 		}
 		return nil
@@ -299,7 +299,7 @@ func TestHeartBeats(t *testing.T) {
 		c.expect("CONNECTED")
 		c.expectClosed()
 		poll.Until(t, 5*time.Second, func() error {
-			if ts.obs.closedCount(closeHeartBeat) == 0 {
+			if ts.obs.closedCount(CloseHeartBeat) == 0 {
 				return fmt.Errorf("no heartbeat_timeout close recorded")
 			}
 			return nil

@@ -19,18 +19,32 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// Close reasons, bounded label values for metrics and logs.
+// Close reasons reported to Observer.SessionClosed: bounded label values
+// for metrics and logs.
 const (
-	closeNormal        = "normal"
-	closeProtocolError = "protocol_error"
-	closeSlowConsumer  = "slow_consumer"
-	closeHeartBeat     = "heartbeat_timeout"
-	closeConnectTime   = "connect_timeout"
-	closeRejected      = "rejected"
-	closeAuthFailed    = "auth_failed"
-	closeShutdown      = "shutdown"
-	closePanic         = "panic"
-	closeClientGone    = "client_gone"
+	// CloseNormal: DISCONNECT, or a clean close by the client.
+	CloseNormal = "normal"
+	// CloseProtocolError: an ERROR for a frame the server could not
+	// accept, or a stage rejected it (permission).
+	CloseProtocolError = "protocol_error"
+	// CloseSlowConsumer: the outbound queue was full.
+	CloseSlowConsumer = "slow_consumer"
+	// CloseHeartBeat: the client was silent past the negotiated
+	// heart-beat interval plus tolerance.
+	CloseHeartBeat = "heartbeat_timeout"
+	// CloseConnectTimeout: no CONNECT in time after the upgrade.
+	CloseConnectTimeout = "connect_timeout"
+	// CloseAuthFailed: missing, invalid or expired credentials.
+	CloseAuthFailed = "auth_failed"
+	// CloseRateLimitAbuse: the session kept flooding past its limit, or
+	// its principal is banned for doing so.
+	CloseRateLimitAbuse = "rate_limit_abuse"
+	// CloseShutdown: the server is shutting down.
+	CloseShutdown = "shutdown"
+	// ClosePanic: a panic was recovered while serving the session.
+	ClosePanic = "panic"
+	// CloseClientGone: the connection broke without a clean close.
+	CloseClientGone = "client_gone"
 )
 
 // session is one STOMP session on one WebSocket connection.
@@ -120,7 +134,7 @@ func (s *session) serve() {
 	}
 	s.srv.reg.remove(s)
 	s.srv.cfg.Observer.SessionClosed(reason)
-	if reason != closeNormal && reason != closeClientGone {
+	if reason != CloseNormal && reason != CloseClientGone {
 		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason)
 	}
 }
@@ -132,16 +146,16 @@ func (s *session) readLoop() (reason string) {
 		if v := recover(); v != nil {
 			s.srv.cfg.Observer.Panic()
 			s.srv.cfg.Logger.Error("panic in session", "session", s.st.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			s.fail(closePanic, websocket.StatusInternalError, "internal error", "the server failed while handling a frame", "")
+			s.fail(ClosePanic, websocket.StatusInternalError, "internal error", "the server failed while handling a frame", "")
 			s.drain()
-			reason = closePanic
+			reason = ClosePanic
 		}
 	}()
 	limit := s.srv.cfg.Limits.MaxFrameSize
 	for {
 		_, r, err := s.conn.Reader(context.Background())
 		if err != nil {
-			return closeClientGone
+			return CloseClientGone
 		}
 		buf, err := readMessage(r, limit)
 		if err != nil {
@@ -151,11 +165,11 @@ func (s *session) readLoop() (reason string) {
 				// No drain: the rest of the message is unread, and the
 				// close handshake skips it; another Reader would parse
 				// it as frame headers.
-				s.fail(closeProtocolError, websocket.StatusMessageTooBig, "frame too large",
+				s.fail(CloseProtocolError, websocket.StatusMessageTooBig, "frame too large",
 					fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit), "")
-				return closeProtocolError
+				return CloseProtocolError
 			}
-			return closeClientGone
+			return CloseClientGone
 		}
 		now := time.Now()
 		s.lastRead.Store(now.UnixNano())
@@ -180,7 +194,7 @@ func (s *session) decodeAll(now time.Time) bool {
 				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
 			}
 			s.srv.cfg.Observer.ProtocolErrorClose(protocolErrorKind(pe))
-			s.fail(closeProtocolError, websocket.StatusPolicyViolation, pe.Message, pe.Detail, "")
+			s.fail(CloseProtocolError, websocket.StatusPolicyViolation, pe.Message, pe.Detail, "")
 			return true
 		}
 		if f == nil {
@@ -270,7 +284,7 @@ func closeText(msg string) string {
 // shutdown ends the session for a server shutdown: queued frames are
 // flushed, then an ERROR frame and a close with 1001.
 func (s *session) shutdown() {
-	s.fail(closeShutdown, websocket.StatusGoingAway, "server shutting down", "the server is shutting down; reconnect to another instance", "")
+	s.fail(CloseShutdown, websocket.StatusGoingAway, "server shutting down", "the server is shutting down; reconnect to another instance", "")
 }
 
 // abort ends the session at once: the queue is discarded and the
@@ -291,6 +305,6 @@ func (s *session) connectTimeout() {
 	if s.connected.Load() {
 		return
 	}
-	s.fail(closeConnectTime, websocket.StatusPolicyViolation, "CONNECT timeout",
+	s.fail(CloseConnectTimeout, websocket.StatusPolicyViolation, "CONNECT timeout",
 		fmt.Sprintf("no CONNECT frame within %v of the WebSocket upgrade", s.srv.cfg.ConnectTimeout), "")
 }

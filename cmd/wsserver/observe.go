@@ -34,25 +34,25 @@ func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 func (o observer) SessionClosed(reason string) {
 	r := metrics.CloseOther
 	switch reason {
-	case "normal":
+	case server.CloseNormal:
 		r = metrics.CloseNormal
-	case "auth_failed":
+	case server.CloseAuthFailed:
 		r = metrics.CloseAuthFailed
-	case "protocol_error", "rejected":
+	case server.CloseProtocolError:
 		r = metrics.CloseProtocolError
-	case "slow_consumer":
+	case server.CloseSlowConsumer:
 		r = metrics.CloseSlowConsumer
-	case "heartbeat_timeout":
+	case server.CloseHeartBeat:
 		r = metrics.CloseHeartbeatTimeout
-	case "connect_timeout":
+	case server.CloseConnectTimeout:
 		r = metrics.CloseConnectTimeout
-	case interceptor.RejectAbuse:
+	case server.CloseRateLimitAbuse:
 		r = metrics.CloseRateLimitAbuse
-	case "shutdown":
+	case server.CloseShutdown:
 		r = metrics.CloseShutdown
-	case "panic":
+	case server.ClosePanic:
 		r = metrics.ClosePanic
-	case "client_gone":
+	case server.CloseClientGone:
 		r = metrics.CloseClientGone
 	}
 	o.m.SessionClosed(r)
