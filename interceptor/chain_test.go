@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"context"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -297,26 +296,5 @@ func TestChainAccountingProperty(t *testing.T) {
 				t.Fatalf("run %d: FramePassed called %d times, want %d", run, got, want.Passed)
 			}
 		}
-	}
-}
-
-func TestPrincipalContext(t *testing.T) {
-	t.Parallel()
-	if p, ok := PrincipalFrom(context.Background()); ok || p != nil {
-		t.Errorf("PrincipalFrom(empty) = %v, %v, want nil, false", p, ok)
-	}
-	want := &Principal{Name: "alice"}
-	ctx := WithPrincipal(context.Background(), want)
-	if p, ok := PrincipalFrom(ctx); !ok || p != want {
-		t.Errorf("PrincipalFrom(ctx) = %v, %v, want %v, true", p, ok, want)
-	}
-	if p, ok := PrincipalFrom(WithPrincipal(context.Background(), nil)); ok || p != nil {
-		t.Errorf("PrincipalFrom(nil principal) = %v, %v, want nil, false", p, ok)
-	}
-	// A string key of the same spelling must not collide.
-	type other string
-	ctx = context.WithValue(context.Background(), other("principal"), want)
-	if _, ok := PrincipalFrom(ctx); ok {
-		t.Error("PrincipalFrom found a principal stored under a foreign key")
 	}
 }

@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"context"
 	"net/netip"
 	"net/url"
 	"sync/atomic"
@@ -63,17 +62,4 @@ type Principal struct {
 	// Subscribe and Send are destination patterns the principal may
 	// SUBSCRIBE to and SEND to (see MatchDestination); nil means any.
 	Subscribe, Send []string
-}
-
-type principalKey struct{}
-
-// WithPrincipal returns a copy of ctx carrying p.
-func WithPrincipal(ctx context.Context, p *Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
-
-// PrincipalFrom returns the principal stored in ctx by WithPrincipal.
-func PrincipalFrom(ctx context.Context) (*Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(*Principal)
-	return p, ok && p != nil
 }

@@ -34,7 +34,7 @@ const (
 )
 
 // subprotocols are offered in the handshake, most preferred first.
-var subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp"}
+var subprotocols = stompframe.Subprotocols()
 
 // dialer opens STOMP sessions to one target.
 type dialer struct {

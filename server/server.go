@@ -18,10 +18,6 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// Subprotocols are the WebSocket subprotocols the server negotiates, most
-// preferred first. A client that offers none is served as STOMP 1.2.
-var Subprotocols = []string{"v12.stomp", "v11.stomp", "v10.stomp"}
-
 // ErrServerClosed is returned by Shutdown when called again after it
 // completed.
 var ErrServerClosed = errors.New("server: closed")
@@ -36,9 +32,12 @@ var ErrServerClosed = errors.New("server: closed")
 //
 // A Server is safe for concurrent use.
 type Server struct {
-	cfg    Config
-	idBase string
-	idSeq  atomic.Uint64
+	cfg Config
+	// subprotocols are stompframe's, most preferred first; a client that
+	// offers none is served as STOMP 1.2.
+	subprotocols []string
+	idBase       string
+	idSeq        atomic.Uint64
 
 	reg registry
 
@@ -57,7 +56,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	var raw [5]byte
 	_, _ = rand.Read(raw[:])
-	s := &Server{cfg: c, idBase: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])}
+	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols(), idBase: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])}
 	s.reg.init()
 	return s, nil
 }
@@ -103,7 +102,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	lw := &leanHijacker{ResponseWriter: w}
 	conn, err := websocket.Accept(lw, r, &websocket.AcceptOptions{
-		Subprotocols:    Subprotocols,
+		Subprotocols:    s.subprotocols,
 		OriginPatterns:  s.cfg.OriginPatterns,
 		CompressionMode: websocket.CompressionDisabled,
 	})
