@@ -143,6 +143,15 @@ func (s *session) writeLoop() {
 				_ = s.conn.Close(it.code, it.reason)
 				failed = true
 			case it.msg != nil:
+				// Send what is packed first if this frame would overflow
+				// the batch buffer, so the pooled buffer does not grow.
+				if len(buf) > 0 && len(buf)+it.msg.Size(it.sub) > cap(buf) {
+					if !s.write(buf, binary) {
+						failed = true
+						continue
+					}
+					buf, binary = buf[:0], false
+				}
 				buf = it.msg.AppendFrame(buf, it.sub)
 				binary = binary || it.msg.Binary
 			default:
