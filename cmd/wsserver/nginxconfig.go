@@ -25,20 +25,7 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 	wsPath := fs.String("ws-path", nginx.DefaultWSPath, "URL path of the STOMP WebSocket endpoint")
 	readTimeout := fs.Duration("nginx-read-timeout", nginx.DefaultReadTimeout, "proxy_read_timeout of WebSocket tunnels; above the heart-beat interval")
 	heartBeat := fs.Duration("heart-beat-send", nginx.DefaultHeartBeat, "the server's heart-beat interval, checked against -nginx-read-timeout")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if v := getenv(envName(f.Name)); err == nil && !set[f.Name] && v != "" {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
-			}
-		}
-	})
-	if err != nil {
+	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
 	}
 	pol, err := policy.Load(*policyFile)

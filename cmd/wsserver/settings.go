@@ -112,7 +112,13 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 // parse reads args, then fills every flag not given on the command line
 // from its environment variable. An error names the setting.
 func (s *settings) parse(args []string, getenv func(string) string, out io.Writer) error {
-	fs := s.flagSet(out)
+	return parseFlags(s.flagSet(out), args, getenv)
+}
+
+// parseFlags parses args into fs, then sets every flag not given on the
+// command line from its environment variable (envName). A flag on the
+// command line wins over the environment.
+func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
