@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"net/url"
 	"sync/atomic"
+	"time"
 
 	"github.com/stompgate/stompgate/sessionlimit"
 )
@@ -62,4 +63,9 @@ type Principal struct {
 	// Subscribe and Send are destination patterns the principal may
 	// SUBSCRIBE to and SEND to (see MatchDestination); nil means any.
 	Subscribe, Send []string
+	// Expires is when the principal's credentials end (a JWT's exp); the
+	// server ends the session then with ERROR "token expired". A stage
+	// that accepts newer credentials for the same principal moves it
+	// later. The zero value means never.
+	Expires time.Time
 }

@@ -35,6 +35,18 @@ const (
 	// CloseClientGone: the connection broke (read or write error, reset)
 	// without a clean close.
 	CloseClientGone
+	// CloseTokenExpired: the session's credentials (a JWT's exp) ran out
+	// and no newer token arrived.
+	CloseTokenExpired
+	// CloseControlFlood: the session sent more control frames
+	// (SUBSCRIBE, UNSUBSCRIBE, transactions, receipts) than its budget.
+	CloseControlFlood
+	// ClosePingTimeout: a session without STOMP heart-beats did not
+	// answer a WebSocket ping in time; the peer is gone.
+	ClosePingTimeout
+	// CloseSessionCap: the principal already holds as many sessions as
+	// it may; refused at CONNECT.
+	CloseSessionCap
 
 	numCloseReasons = iota
 )
@@ -51,6 +63,10 @@ var closeReasonLabels = [numCloseReasons]string{
 	CloseShutdown:         "shutdown",
 	ClosePanic:            "panic",
 	CloseClientGone:       "client_gone",
+	CloseTokenExpired:     "token_expired",
+	CloseControlFlood:     "control_flood",
+	ClosePingTimeout:      "ping_timeout",
+	CloseSessionCap:       "session_cap",
 }
 
 // String returns the label value r is counted under.

@@ -51,6 +51,10 @@ func TestCloseReasonString(t *testing.T) {
 		CloseShutdown:         "shutdown",
 		ClosePanic:            "panic",
 		CloseClientGone:       "client_gone",
+		CloseTokenExpired:     "token_expired",
+		CloseControlFlood:     "control_flood",
+		ClosePingTimeout:      "ping_timeout",
+		CloseSessionCap:       "session_cap",
 		CloseReason(77):       "other",
 	}
 	for r, w := range want {

@@ -39,10 +39,15 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		case interceptor.RejectAuth:
 			reason = CloseAuthFailed
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
+		case interceptor.RejectSessionCap:
+			reason = CloseSessionCap
 		default:
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		}
 		s.fail(reason, websocket.StatusPolicyViolation, r.Message, r.Detail, receipt)
+		return true
+	}
+	if s.checkExpiry(now) {
 		return true
 	}
 

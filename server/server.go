@@ -7,9 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
-	"sync/atomic"
 
 	"github.com/coder/websocket"
 
@@ -36,8 +34,6 @@ type Server struct {
 	// subprotocols are stompframe's, most preferred first; a client that
 	// offers none is served as STOMP 1.2.
 	subprotocols []string
-	idBase       string
-	idSeq        atomic.Uint64
 
 	reg registry
 
@@ -54,9 +50,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var raw [5]byte
-	_, _ = rand.Read(raw[:])
-	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols(), idBase: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])}
+	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols()}
 	s.reg.init()
 	return s, nil
 }
@@ -71,11 +65,16 @@ func (s *Server) Ready() bool {
 // Sessions returns the number of open sessions.
 func (s *Server) Sessions() int { return s.reg.len() }
 
-func (s *Server) nextSessionID() string {
-	var buf [24]byte
-	n := copy(buf[:], s.idBase)
-	buf[n] = '-'
-	return string(strconv.AppendUint(buf[:n+1], s.idSeq.Add(1), 36))
+// sessionIDBytes is the randomness of a session id: 120 bits, so that an
+// id seen by nobody but its session cannot be guessed, and ids never
+// repeat across instances or restarts.
+const sessionIDBytes = 15
+
+// newSessionID returns a random session id (24 base32 characters).
+func newSessionID() string {
+	var raw [sessionIDBytes]byte
+	_, _ = rand.Read(raw[:])
+	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])
 }
 
 // ServeHTTP upgrades the request to a WebSocket and starts a STOMP session
@@ -87,6 +86,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.shutting {
 		s.mu.Unlock()
 		s.cfg.Observer.Handshake(HandshakeRejectedShutdown)
+		runAll(sessionEndFuncs(r.Context()))
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return
@@ -94,9 +94,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.sessions.Add(1)
 	s.mu.Unlock()
 	started := false
+	onEnd := sessionEndFuncs(r.Context())
 	defer func() {
 		if !started {
 			s.sessions.Done()
+			runAll(onEnd)
 		}
 	}()
 
@@ -126,6 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sess := newSession(s, conn, ip, r.URL.Query())
+	sess.onEnd = onEnd
 	if v, ok := stompframe.SubprotocolVersion(conn.Subprotocol()); ok {
 		sess.maxVersion = v
 	}

@@ -45,6 +45,19 @@ const (
 	ClosePanic = "panic"
 	// CloseClientGone: the connection broke without a clean close.
 	CloseClientGone = "client_gone"
+	// CloseTokenExpired: the credentials the session was opened with
+	// expired and no newer ones arrived.
+	CloseTokenExpired = "token_expired"
+	// CloseControlFlood: more control frames (SUBSCRIBE, UNSUBSCRIBE,
+	// BEGIN, COMMIT, ABORT, frames asking for a receipt) than the
+	// session's budget.
+	CloseControlFlood = "control_flood"
+	// ClosePingTimeout: a session that negotiated no STOMP heart-beat did
+	// not answer a WebSocket ping within the timeout.
+	ClosePingTimeout = "ping_timeout"
+	// CloseSessionCap: a stage refused CONNECT because the principal
+	// already holds its maximum number of sessions.
+	CloseSessionCap = "session_cap"
 )
 
 // session is one STOMP session on one WebSocket connection.
@@ -80,7 +93,14 @@ type session struct {
 	inEvery  time.Duration // negotiated incoming heart-beat; 0 none
 	outEvery time.Duration // negotiated outgoing heart-beat; 0 none
 
+	expiry  *time.Timer // ends the session when its credentials expire
+	expires time.Time   // what expiry is armed for
+
 	writers sync.WaitGroup // the writer goroutine, when one runs
+
+	// onEnd is what OnSessionEnd attached to the upgrade request; run
+	// once, after the session has ended.
+	onEnd []func()
 }
 
 func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) *session {
@@ -91,7 +111,7 @@ func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) 
 		version:    stompframe.V12,
 		maxVersion: stompframe.V12,
 	}
-	s.st.ID = srv.nextSessionID()
+	s.st.ID = newSessionID()
 	s.st.RemoteIP = ip
 	if len(q) > 0 {
 		s.st.Query = q
@@ -122,6 +142,9 @@ func (s *session) serve() {
 	if s.hbOut != nil {
 		s.hbOut.Stop()
 	}
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
 	s.mu.Unlock()
 
 	// The writer finishes what is queued (ERROR, RECEIPT, the close) or
@@ -133,6 +156,8 @@ func (s *session) serve() {
 		s.srv.cfg.Broker.Unsubscribe(sub)
 	}
 	s.srv.reg.remove(s)
+	s.srv.cfg.Chain.SessionClosed(&s.st)
+	runAll(s.onEnd)
 	s.srv.cfg.Observer.SessionClosed(reason)
 	if reason != CloseNormal && reason != CloseClientGone {
 		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason)

@@ -54,6 +54,14 @@ func (o observer) SessionClosed(reason string) {
 		r = metrics.ClosePanic
 	case server.CloseClientGone:
 		r = metrics.CloseClientGone
+	case server.CloseTokenExpired:
+		r = metrics.CloseTokenExpired
+	case server.CloseControlFlood:
+		r = metrics.CloseControlFlood
+	case server.ClosePingTimeout:
+		r = metrics.ClosePingTimeout
+	case server.CloseSessionCap:
+		r = metrics.CloseSessionCap
 	}
 	o.m.SessionClosed(r)
 }
