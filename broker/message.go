@@ -209,3 +209,19 @@ func (m *Message) Size(sub *Subscription) int {
 	}
 	return n + m.tailLen(sub.Version)
 }
+
+// messageOverhead approximates what a Message holds beyond its encoded
+// bytes: the struct with its inline header array, the slice and string
+// headers of its id and destination.
+const messageOverhead = 256
+
+// MemSize is an estimate of the memory m holds: its shared encodings plus
+// a fixed overhead for the struct. Bounds on buffered messages (a
+// session's transactions, its outbound queue) are in these bytes.
+func (m *Message) MemSize() int {
+	n := messageOverhead + len(m.ID) + len(m.Destination)
+	for _, t := range m.tail {
+		n += cap(t)
+	}
+	return n
+}

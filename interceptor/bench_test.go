@@ -36,7 +36,7 @@ func benchChain(b *testing.B, obs *countingObserver) *Chain {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return NewChain(obs, p, l, NewMetricsStage(obs))
+	return NewChain(obs, p, l)
 }
 
 // connected returns a session that has passed CONNECT through c.

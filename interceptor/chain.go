@@ -74,13 +74,15 @@ type Stage interface {
 	Handle(s *Session, f *stompframe.Frame, now time.Time) Result
 }
 
-// Observer is told about every frame that enters the chain and every frame
-// a stage stops, so that for every session and in total
-// received = passed + dropped(reason) holds whatever the stages are. The
-// MetricsStage, placed last, reports the passed ones. A nil Observer is
-// allowed.
+// Observer is told about every frame that enters the chain and what became
+// of it, so that for every session and in total
+// received = passed + dropped(reason) holds whatever the stages are (SENDs
+// held in an open transaction are counted when it ends: passed at a COMMIT
+// that fits the limits, dropped otherwise). The Chain is the one place
+// that counts; a nil Observer is allowed.
 type Observer interface {
 	FrameReceived(command string)
+	FramePassed(command string)
 	FrameDropped(command, reason string)
 }
 
@@ -93,10 +95,9 @@ type Chain struct {
 }
 
 // NewChain returns a chain that runs stages in the given order and reports
-// received and stopped frames to obs (which may be nil). The server's
-// standard order is Principal, then SessionLimit, then Metrics; stages a
-// program adds go between SessionLimit and Metrics so that Metrics still
-// sees only frames that passed everything before it.
+// every frame's outcome to obs (which may be nil). The server's standard
+// order is Principal, then SessionLimit; stages a program adds go after
+// them, so that they only see identified frames within the limit.
 func NewChain(obs Observer, stages ...Stage) *Chain {
 	return &Chain{stages: append([]Stage(nil), stages...), observer: obs}
 }
@@ -106,9 +107,9 @@ func (c *Chain) Stages() []Stage { return append([]Stage(nil), c.stages...) }
 
 // Handle passes f through every stage. It counts the frame on s as
 // received, then as passed when every stage passed it, or as dropped (with
-// the stage's reason) when a stage drops or rejects it. The session's
-// accounting is the Chain's alone, so it holds whether or not the chain
-// has a MetricsStage and wherever that stage sits.
+// the stage's reason) when a stage drops or rejects it. A SEND inside a
+// transaction that every stage passed is held as pending instead: the
+// caller buffers it and settles it with Commit or Discard.
 func (c *Chain) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 	s.received.Add(1)
 	if c.observer != nil {
@@ -125,6 +126,89 @@ func (c *Chain) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 		}
 		return r
 	}
+	if InTransaction(f) {
+		s.pending.Add(1)
+		return Result{}
+	}
 	s.passed.Add(1)
+	if c.observer != nil {
+		c.observer.FramePassed(f.Command)
+	}
 	return Result{}
+}
+
+// InTransaction reports whether f is a SEND inside a transaction: the
+// chain passes it on as pending, and stages that charge SENDs against a
+// limit charge it at COMMIT rather than on arrival (see Committer).
+func InTransaction(f *stompframe.Frame) bool {
+	if f.Command != stompframe.CommandSend {
+		return false
+	}
+	_, ok := f.Lookup("transaction")
+	return ok
+}
+
+// Committer is implemented by a stage that charges a transaction's SENDs
+// when the transaction commits, all n together, rather than one by one as
+// they arrive. A COMMIT therefore never releases more than the stage's
+// limit allows at that moment, however long the transaction was filled.
+type Committer interface {
+	// Commit answers Pass to let all n SENDs through, Drop to drop them
+	// all silently, or Reject to end the session.
+	Commit(s *Session, n int, now time.Time) Result
+}
+
+// Commit settles the n pending SENDs of a transaction whose COMMIT passed
+// the chain: every Committer stage is asked in order, and the SENDs are
+// counted as passed when all of them pass, or all as dropped under the
+// reason of the first stage that does not. The caller publishes them only
+// when the result passes.
+func (c *Chain) Commit(s *Session, n int, now time.Time) Result {
+	if n <= 0 {
+		return Result{}
+	}
+	s.pending.Add(^uint64(n - 1))
+	for _, st := range c.stages {
+		cm, ok := st.(Committer)
+		if !ok {
+			continue
+		}
+		r := cm.Commit(s, n, now)
+		if r.Outcome == Pass {
+			continue
+		}
+		s.dropped.Add(uint64(n))
+		if c.observer != nil {
+			for range n {
+				c.observer.FrameDropped(stompframe.CommandSend, r.Reason)
+			}
+		}
+		return r
+	}
+	s.passed.Add(uint64(n))
+	if c.observer != nil {
+		for range n {
+			c.observer.FramePassed(stompframe.CommandSend)
+		}
+	}
+	return Result{}
+}
+
+// DropAborted is the drop reason of SENDs whose transaction was aborted,
+// or was still open when the session ended.
+const DropAborted = "transaction_aborted"
+
+// Discard counts the n pending SENDs of a transaction that ends without
+// COMMIT (ABORT, or the session closed) as dropped with DropAborted.
+func (c *Chain) Discard(s *Session, n int) {
+	if n <= 0 {
+		return
+	}
+	s.pending.Add(^uint64(n - 1))
+	s.dropped.Add(uint64(n))
+	if c.observer != nil {
+		for range n {
+			c.observer.FrameDropped(stompframe.CommandSend, DropAborted)
+		}
+	}
 }

@@ -144,7 +144,7 @@ func TestChainObserverSeesEveryFrame(t *testing.T) {
 		return Continue()
 	})
 	rec := &recorder{}
-	c := NewChain(rec, dropSends, rejectNack, NewMetricsStage(rec))
+	c := NewChain(rec, dropSends, rejectNack)
 	s := &Session{ID: "7"}
 	frames := []*stompframe.Frame{
 		frame("CONNECT"),
@@ -172,9 +172,9 @@ func TestChainObserverSeesEveryFrame(t *testing.T) {
 	checkCounts(t, s, Counts{Received: 6, Passed: 3, Dropped: 3})
 }
 
-// TestMetricsStageCountsOnlyPassed checks that the MetricsStage sees only
-// the frames every earlier stage passed.
-func TestMetricsStageCountsOnlyPassed(t *testing.T) {
+// TestChainReportsOnlyPassed checks that FramePassed sees only the frames
+// every stage passed.
+func TestChainReportsOnlyPassed(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
 	n := 0
@@ -185,7 +185,7 @@ func TestMetricsStageCountsOnlyPassed(t *testing.T) {
 		}
 		return Continue()
 	})
-	c := NewChain(rec, everyThird, NewMetricsStage(rec))
+	c := NewChain(rec, everyThird)
 	s := &Session{}
 	for range 30 {
 		c.Handle(s, frame("SEND"), t0)
@@ -199,16 +199,14 @@ func TestMetricsStageCountsOnlyPassed(t *testing.T) {
 	checkCounts(t, s, Counts{Received: 30, Passed: 20, Dropped: 10})
 }
 
-func TestMetricsStageNilObserver(t *testing.T) {
+func TestChainNilObserverTransactions(t *testing.T) {
 	t.Parallel()
-	m := NewMetricsStage(nil)
-	if got := m.Handle(&Session{}, frame("SEND"), t0); got.Outcome != Pass {
-		t.Errorf("Handle() outcome = %v, want pass", got.Outcome)
-	}
-	c := NewChain(nil, m)
+	c := NewChain(nil, funcStage(func(*Session, *stompframe.Frame, time.Time) Result { return Continue() }))
 	s := &Session{}
 	c.Handle(s, frame("SEND"), t0)
-	checkCounts(t, s, Counts{Received: 1, Passed: 1})
+	c.Handle(s, frame("SEND", "transaction", "t"), t0)
+	c.Commit(s, 1, t0)
+	checkCounts(t, s, Counts{Received: 2, Passed: 2})
 }
 
 // randomStage answers an outcome drawn from rng for every frame.
@@ -241,19 +239,6 @@ func TestChainAccountingProperty(t *testing.T) {
 			stages = append(stages, &randomStage{rng: rng, reason: "r" + string(rune('a'+i))})
 		}
 		rec := &recorder{}
-		// Most chains follow the documented order, metrics last; some
-		// have no metrics stage or a stage after it. The session's
-		// accounting must hold for all of them.
-		metricsLast := true
-		switch rng.IntN(4) {
-		case 0:
-			metricsLast = false
-		case 1:
-			stages = append(stages, NewMetricsStage(rec), &randomStage{rng: rng, reason: "after"})
-			metricsLast = false
-		default:
-			stages = append(stages, NewMetricsStage(rec))
-		}
 		c := NewChain(rec, stages...)
 		s := &Session{}
 		var want Counts
@@ -291,10 +276,8 @@ func TestChainAccountingProperty(t *testing.T) {
 				t.Fatalf("run %d: reason %q: FrameDropped count differs from the results by %d", run, reason, n)
 			}
 		}
-		if metricsLast {
-			if got := uint64(len(rec.passed)); got != want.Passed {
-				t.Fatalf("run %d: FramePassed called %d times, want %d", run, got, want.Passed)
-			}
+		if got := uint64(len(rec.passed)); got != want.Passed {
+			t.Fatalf("run %d: FramePassed called %d times, want %d", run, got, want.Passed)
 		}
 	}
 }

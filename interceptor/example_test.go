@@ -20,10 +20,10 @@ func (m maxBody) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Ti
 	return interceptor.Continue()
 }
 
-// ExampleChain embeds the inbound chain with a custom stage between the
-// session limiter and the metrics stage. The limiter counts every SEND,
-// the large one included, before the custom stage drops it; the metrics
-// stage sees only what passed both.
+// ExampleChain embeds the inbound chain with a custom stage after the
+// session limiter. The limiter counts every SEND, the large one included,
+// before the custom stage drops it; the Chain counts as passed only what
+// passed both.
 func ExampleChain() {
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{})
 	if err != nil {
@@ -37,7 +37,7 @@ func ExampleChain() {
 		fmt.Println(err)
 		return
 	}
-	chain := interceptor.NewChain(nil, principal, limit, maxBody(16), interceptor.NewMetricsStage(nil))
+	chain := interceptor.NewChain(nil, principal, limit, maxBody(16))
 
 	send := func(body string) *stompframe.Frame {
 		return &stompframe.Frame{

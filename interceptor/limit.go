@@ -58,7 +58,10 @@ type LimitStage struct {
 	nlim    int
 }
 
-var _ Stage = (*LimitStage)(nil)
+var (
+	_ Stage     = (*LimitStage)(nil)
+	_ Committer = (*LimitStage)(nil)
+)
 
 // DropRateLimit is the drop reason of frames over the session limit.
 const DropRateLimit = "rate_limit"
@@ -114,9 +117,11 @@ func (st *LimitStage) limits(cmd string) bool {
 	return false
 }
 
-// Handle counts limited frames against the session's limiter.
+// Handle counts limited frames against the session's limiter. A SEND
+// inside a transaction is not counted here but when its transaction
+// commits (Commit).
 func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
-	if !st.limits(f.Command) {
+	if !st.limits(f.Command) || InTransaction(f) {
 		return Continue()
 	}
 	if s.Limiter == nil {
@@ -125,7 +130,30 @@ func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Res
 	if s.Limiter.AllowAt(now) {
 		return Continue()
 	}
-	if st.cfg.EscalateAfter > 0 && st.escalate(s, now) {
+	return st.overLimit(s, now, 1)
+}
+
+// Commit charges a committing transaction's n SENDs to the session's
+// limiter together: they all pass if they fit in what the limit allows at
+// now, otherwise all are dropped (and count n times towards escalation).
+// A transaction of more SENDs than the limit per window never commits.
+func (st *LimitStage) Commit(s *Session, n int, now time.Time) Result {
+	if !st.limits(stompframe.CommandSend) {
+		return Continue()
+	}
+	if s.Limiter == nil {
+		s.Limiter = st.factory.New()
+	}
+	if s.Limiter.AllowNAt(now, n) {
+		return Continue()
+	}
+	return st.overLimit(s, now, n)
+}
+
+// overLimit answers n frames the limiter refused: dropped, or the session
+// rejected when they take it over the escalation threshold.
+func (st *LimitStage) overLimit(s *Session, now time.Time, n int) Result {
+	if st.cfg.EscalateAfter > 0 && st.escalate(s, now, n) {
 		st.ban(s)
 		return RejectFrame(RejectAbuse, "rate limit exceeded",
 			fmt.Sprintf("%d frames over the limit within %v", st.cfg.EscalateAfter, st.cfg.EscalateWindow))
@@ -133,14 +161,14 @@ func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Res
 	return DropFrame(DropRateLimit)
 }
 
-// escalate counts one drop and reports whether the session crossed the
+// escalate counts n drops and reports whether the session crossed the
 // escalation threshold.
-func (st *LimitStage) escalate(s *Session, now time.Time) bool {
+func (st *LimitStage) escalate(s *Session, now time.Time, n int) bool {
 	t := now.UnixNano()
 	if s.abuseDrops == 0 || t-s.abuseStart >= int64(st.cfg.EscalateWindow) || t < s.abuseStart {
 		s.abuseStart, s.abuseDrops = t, 0
 	}
-	s.abuseDrops++
+	s.abuseDrops += n
 	return s.abuseDrops >= st.cfg.EscalateAfter
 }
 

@@ -512,12 +512,12 @@ func TestLimitStageEscalationLogsOnce(t *testing.T) {
 
 // TestLimitStageInChain checks the accounting of limited frames through a
 // chain: drops and the escalation count as dropped under their reasons,
-// and the metrics stage sees only the frames that passed.
+// and the observer sees only the frames that passed as passed.
 func TestLimitStageInChain(t *testing.T) {
 	t.Parallel()
 	st := newLimitStage(t, LimitConfig{Limit: sessionlimit.Config{Limit: 2}, EscalateAfter: 3})
 	rec := &recorder{}
-	c := NewChain(rec, st, NewMetricsStage(rec))
+	c := NewChain(rec, st)
 	s := &Session{}
 	var outcomes []Outcome
 	for range 5 {
@@ -535,4 +535,62 @@ func TestLimitStageInChain(t *testing.T) {
 		t.Errorf("FramePassed called %d times, want 2", got)
 	}
 	checkCounts(t, s, Counts{Received: 5, Passed: 2, Dropped: 3})
+}
+
+// TestLimitStageChargesTransactionsAtCommit fills transactions under the
+// limit and commits them: SENDs are pending until COMMIT, a commit that
+// fits passes all of them, one that does not drops all of them, and an
+// abort drops what it held. received = passed + dropped + pending holds
+// after every step.
+func TestLimitStageChargesTransactionsAtCommit(t *testing.T) {
+	t.Parallel()
+	st := newLimitStage(t, LimitConfig{Limit: sessionlimit.Config{Limit: 20, Window: time.Second}})
+	rec := &recorder{}
+	c := NewChain(rec, st)
+	s := &Session{}
+	txSend := frame("SEND", "destination", "/topic/a", "transaction", "t1")
+	fill := func(n int) {
+		for range n {
+			if r := c.Handle(s, txSend, t0); r.Outcome != Pass {
+				t.Fatalf("SEND in a transaction: outcome %v, want pass (charged at COMMIT)", r.Outcome)
+			}
+		}
+	}
+	// 30 SENDs one by one inside a transaction: none is charged yet,
+	// although 30 is over the limit of 20 per window.
+	fill(15)
+	checkCounts(t, s, Counts{Received: 15, Pending: 15})
+	if r := c.Commit(s, 15, t0); r.Outcome != Pass {
+		t.Fatalf("Commit(15) of 20 = %v, want pass", r.Outcome)
+	}
+	checkCounts(t, s, Counts{Received: 15, Passed: 15})
+
+	// 10 more in the same window: 5 are left, so all 10 are dropped.
+	fill(10)
+	if r := c.Commit(s, 10, t0.Add(100*time.Millisecond)); r.Outcome != Drop || r.Reason != DropRateLimit {
+		t.Fatalf("Commit(10) with 5 left = %+v, want drop rate_limit", r)
+	}
+	checkCounts(t, s, Counts{Received: 25, Passed: 15, Dropped: 10})
+	// The refused commit charged nothing: 5 single SENDs still pass.
+	for i := range 5 {
+		if r := c.Handle(s, sendFrame, t0.Add(200*time.Millisecond)); r.Outcome != Pass {
+			t.Fatalf("single SEND %d after the refused commit: %v, want pass", i, r.Outcome)
+		}
+	}
+	fill(3)
+	c.Discard(s, 3)
+	checkCounts(t, s, Counts{Received: 33, Passed: 20, Dropped: 13})
+	wantDropped := slices.Repeat([]dropEvent{{"SEND", "rate_limit"}}, 10)
+	wantDropped = append(wantDropped, slices.Repeat([]dropEvent{{"SEND", DropAborted}}, 3)...)
+	if !slices.Equal(rec.dropped, wantDropped) {
+		t.Errorf("FrameDropped calls %v, want %v", rec.dropped, wantDropped)
+	}
+	if got := len(rec.passed); got != 20 {
+		t.Errorf("FramePassed called %d times, want 20", got)
+	}
+	// A transaction larger than the limit can never commit.
+	fill(21)
+	if r := c.Commit(s, 21, t0.Add(5*time.Second)); r.Outcome != Drop {
+		t.Errorf("Commit(21) with a limit of 20 = %v, want drop", r.Outcome)
+	}
 }

@@ -50,7 +50,7 @@ func (fn funcStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Resul
 // dropEvent is one FrameDropped call.
 type dropEvent struct{ command, reason string }
 
-// recorder is an Observer and a PassObserver that keeps every call.
+// recorder is an Observer that keeps every call.
 type recorder struct {
 	received []string
 	dropped  []dropEvent

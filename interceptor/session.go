@@ -35,13 +35,15 @@ type Session struct {
 	abuseStart int64 // Unix nanoseconds
 	abuseDrops int
 
-	received, passed, dropped atomic.Uint64
+	received, passed, dropped, pending atomic.Uint64
 }
 
 // Counts is a snapshot of a session's frame accounting. Received equals
-// Passed + Dropped once the chain has returned for every frame.
+// Passed + Dropped + Pending once the chain has returned for every frame;
+// Pending counts SENDs held in open transactions, which become passed or
+// dropped when their transaction ends.
 type Counts struct {
-	Received, Passed, Dropped uint64
+	Received, Passed, Dropped, Pending uint64
 }
 
 // Counts returns the session's frame accounting so far.
@@ -51,7 +53,8 @@ func (s *Session) Counts() Counts {
 	// reverse.
 	d := s.dropped.Load()
 	p := s.passed.Load()
-	return Counts{Received: s.received.Load(), Passed: p, Dropped: d}
+	q := s.pending.Load()
+	return Counts{Received: s.received.Load(), Passed: p, Dropped: d, Pending: q}
 }
 
 // Principal is the identity a session acts as.

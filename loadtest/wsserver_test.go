@@ -56,7 +56,7 @@ func startStompgate(t *testing.T, limit int, hs ...handshake.Limit) string {
 		t.Fatal(err)
 	}
 	srv, err := server.New(server.Config{
-		Chain:  interceptor.NewChain(obs, principal, lim, interceptor.NewMetricsStage(obs)),
+		Chain:  interceptor.NewChain(obs, principal, lim),
 		Logger: quiet,
 	})
 	if err != nil {

@@ -67,7 +67,7 @@ func TestBoundedCardinality(t *testing.T) {
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
 
 	// The series New creates: one per label value of every metric.
-	want := 1 + 1 + numCloseReasons + 1 + // sessions active, opened, closed, panics
+	want := 1 + 1 + numCloseReasons + 1 + 1 + // sessions active, opened, closed, panics, reader pauses
 		numHandshakeResults + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers

@@ -35,9 +35,13 @@
 //   - stompgate_sessions_closed_total{reason}: sessions closed, by reason
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
-//     client_gone, other).
+//     client_gone, token_expired, control_flood, ping_timeout,
+//     session_cap, other).
 //   - stompgate_panics_recovered_total: panics recovered at the session
 //     boundary.
+//   - stompgate_reader_pauses_total: times a session stopped reading
+//     because its own replies (RECEIPTs) filled its outbound bounds; the
+//     client's TCP connection then pushes back until it reads them.
 //
 // Inbound frames through the interceptor chain:
 //
@@ -46,14 +50,21 @@
 //   - stompgate_frames_passed_total{command}: frames that passed every
 //     stage; only these are throughput.
 //   - stompgate_frames_dropped_total{command,reason}: frames a stage
-//     dropped: rate_limit (the session limiter, silently), rejected (an
-//     authentication, permission or abuse stage), other.
+//     dropped: rate_limit (the session limiter, silently; a transaction
+//     whose COMMIT does not fit the limit counts every SEND it held),
+//     rejected (an authentication, permission or abuse stage),
+//     transaction_aborted (SENDs of a transaction aborted or left open
+//     when its session ended), other.
 //   - stompgate_protocol_error_closes_total{kind}: sessions closed with an
 //     ERROR frame, by kind of violation.
 //
 // Every inbound frame is accounted for exactly once, for each command:
 //
 //	received = passed + dropped (summed over reasons)
+//
+// except for SENDs held in transactions that are still open, which are
+// received but counted as passed or dropped only when their transaction
+// ends.
 //
 // The caller keeps the identity by calling FrameReceived once per frame and
 // then exactly one of FramePassed or FrameDropped. The drop ratio the

@@ -81,6 +81,9 @@ const (
 	// DropRejected: a stage rejected the frame (authentication,
 	// permission, an abuse close).
 	DropRejected
+	// DropAborted: a SEND held in a transaction that was aborted, or
+	// still open when its session ended.
+	DropAborted
 
 	numDropReasons = iota
 )
@@ -89,6 +92,7 @@ var dropReasonLabels = [numDropReasons]string{
 	DropOther:     labelOther,
 	DropRateLimit: "rate_limit",
 	DropRejected:  "rejected",
+	DropAborted:   "transaction_aborted",
 }
 
 // String returns the label value r is counted under.

@@ -202,6 +202,7 @@ func TestDropReasonString(t *testing.T) {
 		{DropOther, "other"},
 		{DropRateLimit, "rate_limit"},
 		{DropRejected, "rejected"},
+		{DropAborted, "transaction_aborted"},
 		{DropReason(99), "other"},
 	}
 	for _, tt := range tests {

@@ -91,6 +91,7 @@ type Metrics struct {
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
 	panics       prometheus.Counter
+	readerPauses prometheus.Counter
 
 	relay relayMetrics
 }

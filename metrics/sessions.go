@@ -89,6 +89,17 @@ func (m *Metrics) buildSessions(b *builder) {
 	}
 	m.panics = b.counter("stompgate_panics_recovered_total",
 		"Panics recovered at the session boundary; each one closed its session.")
+	m.readerPauses = b.counter("stompgate_reader_pauses_total",
+		"Times a session stopped reading because its own replies (RECEIPTs) filled its outbound bounds; it resumes when the client reads.")
+}
+
+// ReaderPaused counts a session that stopped reading until its client
+// reads its replies (stompgate_reader_pauses_total).
+func (m *Metrics) ReaderPaused() {
+	if m == nil {
+		return
+	}
+	m.readerPauses.Inc()
 }
 
 // SessionOpened counts a new session: stompgate_sessions_active goes up by

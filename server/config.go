@@ -29,6 +29,12 @@ const (
 	// frames. At the default send limit of 20/s per publisher a reader
 	// that is 1,000 frames behind is not keeping up.
 	DefaultOutboundQueue = 1024
+	// DefaultOutboundBytes bounds the bytes one session's outbound queue
+	// holds, whatever the frame kind (MESSAGE, RECEIPT, ERROR): 4 MiB is
+	// 4 s of backlog on a 1 MB/s mobile link, and 64 maximum-size
+	// frames; chat and game messages of a few hundred bytes reach the
+	// frame bound long before this one.
+	DefaultOutboundBytes = 4 << 20
 	// DefaultWriteTimeout bounds one WebSocket write: a peer that does not
 	// drain its socket for this long is gone or too slow.
 	DefaultWriteTimeout = 10 * time.Second
@@ -37,6 +43,21 @@ const (
 	// DefaultMaxTransactionFrames bounds the SENDs buffered in one
 	// transaction; they are held in memory until COMMIT.
 	DefaultMaxTransactionFrames = 1000
+	// DefaultMaxTransactionBytes bounds the bytes one session holds in
+	// all its open transactions together (each SEND counted as its
+	// encoding plus a fixed overhead): a game groups a few moves, far
+	// below 1 MiB, while 16 transactions of 1,000 maximum-size frames
+	// would otherwise hold 1 GiB for one session.
+	DefaultMaxTransactionBytes = 1 << 20
+	// DefaultControlLimit and DefaultControlWindow are the per-session
+	// budget of control frames: SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT,
+	// ABORT and any frame that asks for a receipt. A chat or game client
+	// subscribes to a handful of destinations when it joins and swaps
+	// two or three when it changes rooms; receipts ride on a few of its
+	// 1.3 SENDs per second at peak. 100 per 10 s lets a client join
+	// dozens of rooms at once, and holds a script to 10 per second.
+	DefaultControlLimit  = 100
+	DefaultControlWindow = 10 * time.Second
 	// writeBatchSize is the size at which the writer stops adding frames
 	// to one WebSocket message: several frames per message save a syscall
 	// each, and STOMP clients parse them as a stream.
@@ -64,10 +85,14 @@ type Config struct {
 	// before a silent client is closed. Default
 	// DefaultHeartBeatTolerance; negative is an error.
 	HeartBeatTolerance time.Duration
-	// OutboundQueue is the per-session queue capacity in frames; a
-	// session whose queue is full is closed as a slow consumer. Default
-	// DefaultOutboundQueue; negative is an error.
-	OutboundQueue int
+	// OutboundQueue and OutboundBytes bound what one session's outbound
+	// queue holds, in frames and in bytes (frames the writer has taken
+	// but the socket has not yet accepted included). A MESSAGE that does
+	// not fit closes the session as a slow consumer; a RECEIPT that does
+	// not fit makes the session stop reading until the client has read
+	// enough (backpressure). Defaults DefaultOutboundQueue and
+	// DefaultOutboundBytes; negative is an error.
+	OutboundQueue, OutboundBytes int
 	// WriteTimeout bounds one WebSocket write. Default
 	// DefaultWriteTimeout; negative is an error.
 	WriteTimeout time.Duration
@@ -75,6 +100,18 @@ type Config struct {
 	// session and SENDs per transaction. Defaults DefaultMaxTransactions
 	// and DefaultMaxTransactionFrames; negative is an error.
 	MaxTransactions, MaxTransactionFrames int
+	// MaxTransactionBytes bounds the bytes held in all open transactions
+	// of one session; a SEND that would exceed it ends the session with
+	// ERROR "transaction too large". Default DefaultMaxTransactionBytes;
+	// negative is an error.
+	MaxTransactionBytes int
+	// ControlLimit control frames (SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT,
+	// ABORT, and any frame with a receipt header) are allowed per
+	// ControlWindow (a fixed window) per session; the next one ends the
+	// session with ERROR "too many control frames". Defaults
+	// DefaultControlLimit and DefaultControlWindow; negative is an error.
+	ControlLimit  int
+	ControlWindow time.Duration
 	// OriginPatterns are host patterns (path.Match syntax, as in
 	// coder/websocket's AcceptOptions) of cross-origin pages allowed to
 	// connect. Empty: only same-origin browsers (and non-browser clients,
@@ -118,6 +155,10 @@ type Observer interface {
 	SlowConsumerDisconnect()
 	ProtocolErrorClose(kind string)
 	Panic()
+	// ReaderPaused reports that a session's reader stopped reading
+	// because the session's own replies filled its outbound bounds; it
+	// resumes when the client reads them.
+	ReaderPaused()
 }
 
 type nopObserver struct{}
@@ -129,6 +170,7 @@ func (nopObserver) Delivered(string, int)     {}
 func (nopObserver) SlowConsumerDisconnect()   {}
 func (nopObserver) ProtocolErrorClose(string) {}
 func (nopObserver) Panic()                    {}
+func (nopObserver) ReaderPaused()             {}
 
 // Handshake results reported to Observer.Handshake.
 const (
@@ -157,6 +199,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ConnectTimeout", &c.ConnectTimeout, DefaultConnectTimeout},
 		{"HeartBeatTolerance", &c.HeartBeatTolerance, DefaultHeartBeatTolerance},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
+		{"ControlWindow", &c.ControlWindow, DefaultControlWindow},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
@@ -180,8 +223,11 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"MaxSubscriptions", &c.MaxSubscriptions, DefaultMaxSubscriptions},
 		{"OutboundQueue", &c.OutboundQueue, DefaultOutboundQueue},
+		{"OutboundBytes", &c.OutboundBytes, DefaultOutboundBytes},
 		{"MaxTransactions", &c.MaxTransactions, DefaultMaxTransactions},
 		{"MaxTransactionFrames", &c.MaxTransactionFrames, DefaultMaxTransactionFrames},
+		{"MaxTransactionBytes", &c.MaxTransactionBytes, DefaultMaxTransactionBytes},
+		{"ControlLimit", &c.ControlLimit, DefaultControlLimit},
 	} {
 		if *n.v < 0 {
 			return c, fmt.Errorf("server: %s %d is negative", n.name, *n.v)

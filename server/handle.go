@@ -24,6 +24,11 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		s.protocolError(e, receipt)
 		return true
 	}
+	if isControl(f, receipt) && !s.allowControl(now) {
+		s.fail(CloseControlFlood, websocket.StatusPolicyViolation, "too many control frames",
+			fmt.Sprintf("at most %d SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT and receipt-requesting frames per %v", s.srv.cfg.ControlLimit, s.srv.cfg.ControlWindow), receipt)
+		return true
+	}
 	r := s.srv.cfg.Chain.Handle(&s.st, f, now)
 	switch r.Outcome {
 	case interceptor.Drop:
@@ -75,26 +80,35 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			return true
 		}
 		if s.txs == nil {
-			s.txs = make(map[string][]*broker.Message)
+			s.txs = make(map[string]*transaction)
 		}
-		s.txs[f.Get("transaction")] = []*broker.Message{}
+		s.txs[f.Get("transaction")] = &transaction{}
 	case stompframe.CommandCommit:
-		tx := f.Get("transaction")
-		for _, m := range s.txs[tx] {
+		tx := s.endTransaction(f.Get("transaction"))
+		cr := s.srv.cfg.Chain.Commit(&s.st, len(tx.msgs), now)
+		switch cr.Outcome {
+		case interceptor.Drop:
+			// Dropped silently, like a SEND over the limit: no RECEIPT.
+			return false
+		case interceptor.Reject:
+			s.fail(CloseRateLimitAbuse, websocket.StatusPolicyViolation, cr.Message, cr.Detail, receipt)
+			return true
+		}
+		for _, m := range tx.msgs {
 			s.publish(m)
 		}
-		delete(s.txs, tx)
 	case stompframe.CommandAbort:
-		delete(s.txs, f.Get("transaction"))
+		tx := s.endTransaction(f.Get("transaction"))
+		s.srv.cfg.Chain.Discard(&s.st, len(tx.msgs))
 	case stompframe.CommandDisconnect:
 		if receipt != "" {
-			s.send(s.receiptFrame(receipt))
+			s.reply(s.receiptFrame(receipt))
 		}
 		s.closeAfter(CloseNormal, websocket.StatusNormalClosure, "")
 		return true
 	}
-	if receipt != "" {
-		s.send(s.receiptFrame(receipt))
+	if receipt != "" && !s.reply(s.receiptFrame(receipt)) {
+		return true
 	}
 	return false
 }
@@ -251,13 +265,20 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 
 func (s *session) onSend(f *stompframe.Frame) bool {
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
-	if tx, ok := f.Lookup("transaction"); ok {
-		pending := s.txs[tx]
-		if len(pending) >= s.srv.cfg.MaxTransactionFrames {
+	if name, ok := f.Lookup("transaction"); ok {
+		tx := s.txs[name]
+		if len(tx.msgs) >= s.srv.cfg.MaxTransactionFrames {
 			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames)), f.Get("receipt"))
 			return true
 		}
-		s.txs[tx] = append(pending, m)
+		size := m.MemSize()
+		if s.txBytes+size > s.srv.cfg.MaxTransactionBytes {
+			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d bytes held in open transactions per session", s.srv.cfg.MaxTransactionBytes)), f.Get("receipt"))
+			return true
+		}
+		tx.msgs = append(tx.msgs, m)
+		tx.bytes += size
+		s.txBytes += size
 		return false
 	}
 	s.publish(m)

@@ -65,7 +65,7 @@ func (s *session) heartBeatOut() {
 	idle := time.Duration(time.Now().UnixNano() - s.lastWrite.Load())
 	next := s.outEvery - idle
 	if next <= 0 {
-		if !s.send(heartBeatEOL) {
+		if !s.heartBeat() {
 			return
 		}
 		next = s.outEvery

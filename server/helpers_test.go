@@ -138,6 +138,7 @@ type countingObserver struct {
 	slow      int
 	protocol  map[string]int
 	panics    int
+	paused    int
 }
 
 func (o *countingObserver) SessionOpened()   { o.mu.Lock(); o.opened++; o.mu.Unlock() }
@@ -154,7 +155,8 @@ func (o *countingObserver) ProtocolErrorClose(k string) {
 	o.protocol[k]++
 	o.mu.Unlock()
 }
-func (o *countingObserver) Panic() { o.mu.Lock(); o.panics++; o.mu.Unlock() }
+func (o *countingObserver) Panic()        { o.mu.Lock(); o.panics++; o.mu.Unlock() }
+func (o *countingObserver) ReaderPaused() { o.mu.Lock(); o.paused++; o.mu.Unlock() }
 
 func (o *countingObserver) closedCount(reason string) int {
 	o.mu.Lock()

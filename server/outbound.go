@@ -28,24 +28,39 @@ var heartBeatEOL = []byte{'\n'}
 
 var _ broker.Subscriber = (*session)(nil)
 
-// Deliver queues m for sub. It never blocks: when the queue is full the
-// session is closed as a slow consumer and Deliver returns false.
+// Deliver queues m for sub. It never blocks: when the session already
+// holds its limit of outbound frames or bytes, the session is closed as a
+// slow consumer and Deliver returns false.
 func (s *session) Deliver(sub *broker.Subscription, m *broker.Message) bool {
+	size := m.Size(sub)
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		return false
 	}
-	if len(s.queue) >= s.srv.cfg.OutboundQueue {
+	if s.fullLocked(size) {
+		frames, bytes := len(s.queue)+s.inflight, s.queuedBytes+s.inflightB
 		s.slowConsumerLocked()
 		s.mu.Unlock()
 		s.srv.cfg.Observer.SlowConsumerDisconnect()
-		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "queued", s.srv.cfg.OutboundQueue)
+		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
 		return false
 	}
-	s.pushLocked(outItem{msg: m, sub: sub})
+	s.pushLocked(outItem{msg: m, sub: sub}, size)
 	s.mu.Unlock()
 	return true
+}
+
+// fullLocked reports whether one more frame of size bytes would take the
+// session over its outbound bounds. Frames the writer has taken but not
+// yet written still count: they are held until the socket takes them. An
+// empty session always takes one frame, however large.
+func (s *session) fullLocked(size int) bool {
+	held := len(s.queue) + s.inflight
+	if held == 0 {
+		return false
+	}
+	return held >= s.srv.cfg.OutboundQueue || s.queuedBytes+s.inflightB+size > s.srv.cfg.OutboundBytes
 }
 
 // slowConsumerLocked discards the queue and queues a close with 1008: the
@@ -55,17 +70,59 @@ func (s *session) slowConsumerLocked() {
 	s.reason = CloseSlowConsumer
 	clear(s.queue)
 	s.queue = s.queue[:0]
-	s.pushLocked(outItem{close: true, code: websocket.StatusPolicyViolation, reason: "slow consumer"})
+	s.queuedBytes = 0
+	s.drained.Broadcast()
+	s.pushLocked(outItem{close: true, code: websocket.StatusPolicyViolation, reason: "slow consumer"}, 0)
 }
 
-// send queues an encoded frame unless the session is closing.
+// send queues an encoded frame unless the session is closing. It is for
+// frames bounded by the protocol itself (CONNECTED, once per session);
+// replies a client can ask for without bound go through reply.
 func (s *session) send(raw []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return false
 	}
-	s.pushLocked(outItem{raw: raw})
+	s.pushLocked(outItem{raw: raw}, len(raw))
+	return true
+}
+
+// reply queues one of the session's own replies (a RECEIPT) on the reader
+// goroutine. When the session already holds its limit of outbound frames
+// or bytes, the reader waits until the writer has drained some: the
+// session stops reading, and TCP pushes back on a client that asks for
+// replies faster than it reads them. The wait ends when the session
+// closes (a write that times out closes it). It reports whether the
+// reply was queued.
+func (s *session) reply(raw []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closing && s.fullLocked(len(raw)) {
+		s.srv.cfg.Observer.ReaderPaused()
+		for !s.closing && s.fullLocked(len(raw)) {
+			s.drained.Wait()
+		}
+	}
+	if s.closing {
+		return false
+	}
+	s.pushLocked(outItem{raw: raw}, len(raw))
+	return true
+}
+
+// heartBeat queues a heart-beat EOL unless something is already waiting
+// to be written, which will reach the client sooner or show the peer is
+// not reading; either way a second EOL would only add to the pile.
+func (s *session) heartBeat() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	if len(s.queue)+s.inflight == 0 {
+		s.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL))
+	}
 	return true
 }
 
@@ -74,13 +131,15 @@ func (s *session) closeAfter(reason string, code websocket.StatusCode, text stri
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.endLocked(reason) {
-		s.pushLocked(outItem{close: true, code: code, reason: text})
+		s.pushLocked(outItem{close: true, code: code, reason: text}, 0)
 	}
 }
 
-// pushLocked appends it to the queue and starts the writer if none runs.
-func (s *session) pushLocked(it outItem) {
+// pushLocked appends it, of size bytes, to the queue and starts the writer
+// if none runs.
+func (s *session) pushLocked(it outItem, size int) {
 	s.queue = append(s.queue, it)
+	s.queuedBytes += size
 	if !s.writing {
 		s.writing = true
 		s.writers.Add(1)
@@ -108,6 +167,12 @@ func (s *session) writeLoop() {
 			_ = s.conn.CloseNow()
 			s.mu.Lock()
 			s.writing = false
+			s.closing = true
+			if s.reason == "" {
+				s.reason = ClosePanic
+			}
+			s.inflight, s.inflightB = 0, 0
+			s.drained.Broadcast()
 			s.mu.Unlock()
 		}
 	}()
@@ -122,6 +187,8 @@ func (s *session) writeLoop() {
 			return
 		}
 		s.queue = spare
+		s.inflight, s.inflightB = len(items), s.queuedBytes
+		s.queuedBytes = 0
 		s.mu.Unlock()
 
 		buf := (*bp)[:0]
@@ -172,14 +239,16 @@ func (s *session) writeLoop() {
 		}
 		clear(items)
 		spare = items[:0]
+		s.mu.Lock()
+		s.inflight, s.inflightB = 0, 0
 		if failed {
-			s.mu.Lock()
 			s.closing = true
 			if s.reason == "" {
 				s.reason = CloseClientGone
 			}
-			s.mu.Unlock()
 		}
+		s.drained.Broadcast()
+		s.mu.Unlock()
 	}
 }
 

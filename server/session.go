@@ -16,6 +16,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -76,22 +77,28 @@ type session struct {
 	version    stompframe.Version
 	maxVersion stompframe.Version // from the negotiated subprotocol
 	subs       map[string]*broker.Subscription
-	txs        map[string][]*broker.Message
+	txs        map[string]*transaction
+	txBytes    int                       // bytes held by all open transactions
+	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
 
 	connected atomic.Bool
 	lastRead  atomic.Int64 // Unix nanoseconds of the last WebSocket message read
 	lastWrite atomic.Int64 // Unix nanoseconds of the last WebSocket write
 
 	// mu guards the outbound queue and the end state below.
-	mu       sync.Mutex
-	queue    []outItem
-	writing  bool   // a writer goroutine is running
-	closing  bool   // no more frames are queued, except the final close
-	reason   string // first close reason recorded
-	hbIn     *time.Timer
-	hbOut    *time.Timer
-	inEvery  time.Duration // negotiated incoming heart-beat; 0 none
-	outEvery time.Duration // negotiated outgoing heart-beat; 0 none
+	mu          sync.Mutex
+	queue       []outItem
+	queuedBytes int        // bytes of the frames in queue
+	inflight    int        // frames the writer took and has not finished writing
+	inflightB   int        // their bytes
+	drained     *sync.Cond // on mu: the writer finished a batch, or closing
+	writing     bool       // a writer goroutine is running
+	closing     bool       // no more frames are queued, except the final close
+	reason      string     // first close reason recorded
+	hbIn        *time.Timer
+	hbOut       *time.Timer
+	inEvery     time.Duration // negotiated incoming heart-beat; 0 none
+	outEvery    time.Duration // negotiated outgoing heart-beat; 0 none
 
 	expiry  *time.Timer // ends the session when its credentials expire
 	expires time.Time   // what expiry is armed for
@@ -111,6 +118,7 @@ func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) 
 		version:    stompframe.V12,
 		maxVersion: stompframe.V12,
 	}
+	s.drained = sync.NewCond(&s.mu)
 	s.st.ID = newSessionID()
 	s.st.RemoteIP = ip
 	if len(q) > 0 {
@@ -132,6 +140,7 @@ func (s *session) serve() {
 
 	s.mu.Lock()
 	s.closing = true
+	s.drained.Broadcast()
 	if s.reason == "" {
 		s.reason = reason
 	}
@@ -155,6 +164,7 @@ func (s *session) serve() {
 	for _, sub := range s.subs {
 		s.srv.cfg.Broker.Unsubscribe(sub)
 	}
+	s.discardTransactions()
 	s.srv.reg.remove(s)
 	s.srv.cfg.Chain.SessionClosed(&s.st)
 	runAll(s.onEnd)
@@ -269,6 +279,7 @@ func (s *session) endLocked(reason string) bool {
 	}
 	s.closing = true
 	s.reason = reason
+	s.drained.Broadcast()
 	return true
 }
 
@@ -294,8 +305,8 @@ func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, re
 	if !s.endLocked(reason) {
 		return
 	}
-	s.pushLocked(outItem{raw: raw})
-	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)})
+	s.pushLocked(outItem{raw: raw}, len(raw))
+	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
 }
 
 // closeText fits msg into a WebSocket close reason (at most 123 bytes).
@@ -322,6 +333,8 @@ func (s *session) abort(reason string) {
 	}
 	clear(s.queue)
 	s.queue = s.queue[:0]
+	s.queuedBytes = 0
+	s.drained.Broadcast()
 	s.mu.Unlock()
 	_ = s.conn.CloseNow()
 }

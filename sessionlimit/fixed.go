@@ -1,6 +1,7 @@
 package sessionlimit
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -60,9 +61,27 @@ func (l *FixedWindow) AllowAt(now time.Time) bool {
 	return ok
 }
 
+// AllowNAt reports whether n frames arriving together at now fit in the
+// current window, and counts them all if so, none otherwise.
+func (l *FixedWindow) AllowNAt(now time.Time, n int) bool {
+	if n <= 0 {
+		return true
+	}
+	if n > math.MaxInt32 {
+		return false
+	}
+	ok, _ := l.allowN(nanos(now), int32(n))
+	return ok
+}
+
 // allow is AllowAt on the nanos clock. It also returns the start of the
 // window the frame was counted in, which tests use to check each window.
 func (l *FixedWindow) allow(now int64) (ok bool, start int64) {
+	return l.allowN(now, 1)
+}
+
+// allowN is AllowNAt on the nanos clock, n > 0.
+func (l *FixedWindow) allowN(now int64, n int32) (ok bool, start int64) {
 	l.mu.Lock()
 	if l.limit == 0 {
 		l.limit, l.window = DefaultLimit, int64(DefaultWindow)
@@ -72,9 +91,9 @@ func (l *FixedWindow) allow(now int64) (ok bool, start int64) {
 		l.start = now
 		l.count = 0
 	}
-	ok = l.count < l.limit
+	ok = n <= l.limit-l.count
 	if ok {
-		l.count++
+		l.count += n
 	}
 	start = l.start
 	l.mu.Unlock()

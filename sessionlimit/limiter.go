@@ -14,6 +14,12 @@ type Limiter interface {
 	// AllowAt reports whether a frame arriving at now may pass, and if so
 	// counts it. A frame that is refused is not counted.
 	AllowAt(now time.Time) bool
+	// AllowNAt reports whether n frames arriving together at now may all
+	// pass, and if so counts all of them; otherwise it counts none. It is
+	// how a transaction's SENDs are charged at COMMIT: all or nothing, so
+	// that grouping frames never lets more through than the limit. n <= 0
+	// always passes; n above the limit never does.
+	AllowNAt(now time.Time, n int) bool
 }
 
 // Compile-time checks that every limiter satisfies Limiter.

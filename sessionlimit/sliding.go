@@ -1,6 +1,7 @@
 package sessionlimit
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -63,9 +64,28 @@ func (l *SlidingWindow) AllowAt(now time.Time) bool {
 	return ok
 }
 
+// AllowNAt reports whether n frames arriving together at now may all pass
+// (the estimate including all of them stays within the limit), and counts
+// them all if so, none otherwise.
+func (l *SlidingWindow) AllowNAt(now time.Time, n int) bool {
+	if n <= 0 {
+		return true
+	}
+	if n > math.MaxInt32 {
+		return false
+	}
+	ok, _ := l.allowN(nanos(now), int32(n))
+	return ok
+}
+
 // allow is AllowAt on the nanos clock. It also returns the start of the
 // window the frame was counted in, which tests use to check each window.
 func (l *SlidingWindow) allow(now int64) (ok bool, start int64) {
+	return l.allowN(now, 1)
+}
+
+// allowN is AllowNAt on the nanos clock, n > 0.
+func (l *SlidingWindow) allowN(now int64, n int32) (ok bool, start int64) {
 	l.mu.Lock()
 	if l.limit == 0 {
 		l.limit, l.window = DefaultLimit, int64(DefaultWindow)
@@ -85,17 +105,17 @@ func (l *SlidingWindow) allow(now int64) (ok bool, start int64) {
 		}
 		l.cur = 0
 	}
-	// The frame passes if prev×(window−elapsed)/window + cur + 1 ≤ limit.
+	// The frames pass if prev×(window−elapsed)/window + cur + n ≤ limit.
 	// Multiplying through by window avoids a division; the products are
 	// exact below 2^53 (150,000 frames per minute, say) and off by a relative
 	// 2^-53 at most beyond.
-	ok = l.cur < l.limit
+	ok = n <= l.limit-l.cur
 	if ok && l.prev > 0 {
 		elapsed = max(elapsed, 0)
-		ok = float64(l.prev)*float64(l.window-elapsed) <= float64(l.limit-1-l.cur)*float64(l.window)
+		ok = float64(l.prev)*float64(l.window-elapsed) <= float64(l.limit-n-l.cur)*float64(l.window)
 	}
 	if ok {
-		l.cur++
+		l.cur += n
 	}
 	start = l.start
 	l.mu.Unlock()

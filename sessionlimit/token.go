@@ -1,6 +1,7 @@
 package sessionlimit
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -62,14 +63,36 @@ func (l *TokenBucket) AllowAt(now time.Time) bool {
 	return l.allow(nanos(now))
 }
 
-func (l *TokenBucket) allow(now int64) bool {
+// AllowNAt reports whether n tokens are available at now, and takes them
+// all if so, none otherwise.
+func (l *TokenBucket) AllowNAt(now time.Time, n int) bool {
+	if n <= 0 {
+		return true
+	}
+	if n > math.MaxInt32 {
+		return false
+	}
+	return l.allowN(nanos(now), int64(n))
+}
+
+func (l *TokenBucket) allow(now int64) bool { return l.allowN(now, 1) }
+
+// allowN is AllowNAt on the nanos clock, n > 0.
+func (l *TokenBucket) allowN(now int64, n int64) bool {
 	l.mu.Lock()
 	if l.interval == 0 {
 		l.interval = tokenInterval(DefaultLimit, int64(DefaultWindow))
 		l.span = DefaultLimit * l.interval
 	}
 	// full ≤ now means the bucket is full; the surplus time is not saved.
-	full := max(l.full, now) + l.interval
+	// n is at most 2^31 and interval × limit at most about 2^60, so a
+	// request larger than the bucket is refused before the product could
+	// overflow.
+	if n*l.interval > l.span {
+		l.mu.Unlock()
+		return false
+	}
+	full := max(l.full, now) + n*l.interval
 	ok := full-now <= l.span
 	if ok {
 		l.full = full

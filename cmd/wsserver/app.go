@@ -98,19 +98,25 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 			MaxHeaders:    st.maxHeaders,
 			MaxHeaderLine: st.maxHeaderLine,
 		},
-		MaxSubscriptions:   st.maxSubscriptions,
-		ConnectTimeout:     st.connectTimeout,
-		HeartBeatSend:      st.heartBeatSend,
-		HeartBeatReceive:   st.heartBeatRecv,
-		HeartBeatTolerance: st.heartBeatTol,
-		OutboundQueue:      st.outboundQueue,
-		WriteTimeout:       st.writeTimeout,
-		OriginPatterns:     splitList(st.allowedOrigins),
-		Chain:              chain,
-		Broker:             b,
-		Relay:              srvRelay,
-		Observer:           obs,
-		Logger:             logger,
+		MaxSubscriptions:     st.maxSubscriptions,
+		ConnectTimeout:       st.connectTimeout,
+		HeartBeatSend:        st.heartBeatSend,
+		HeartBeatReceive:     st.heartBeatRecv,
+		HeartBeatTolerance:   st.heartBeatTol,
+		OutboundQueue:        st.outboundQueue,
+		OutboundBytes:        st.outboundBytes,
+		MaxTransactions:      st.maxTx,
+		MaxTransactionFrames: st.maxTxFrames,
+		MaxTransactionBytes:  st.maxTxBytes,
+		ControlLimit:         st.controlLimit,
+		ControlWindow:        st.controlWindow,
+		WriteTimeout:         st.writeTimeout,
+		OriginPatterns:       splitList(st.allowedOrigins),
+		Chain:                chain,
+		Broker:               b,
+		Relay:                srvRelay,
+		Observer:             obs,
+		Logger:               logger,
 	})
 	if err != nil {
 		a.close()
@@ -175,7 +181,7 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, logger *slog.
 	if err != nil {
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
 	}
-	return interceptor.NewChain(obs, principal, limit, interceptor.NewMetricsStage(obs)), nil
+	return interceptor.NewChain(obs, principal, limit), nil
 }
 
 // newBroker returns the broker and, with -relay redis, the relay wired to

@@ -16,11 +16,10 @@ import (
 type observer struct{ m *metrics.Metrics }
 
 var (
-	_ server.Observer          = observer{}
-	_ interceptor.Observer     = observer{}
-	_ interceptor.PassObserver = observer{}
-	_ handshake.Observer       = observer{}
-	_ relay.Observer           = observer{}
+	_ server.Observer      = observer{}
+	_ interceptor.Observer = observer{}
+	_ handshake.Observer   = observer{}
+	_ relay.Observer       = observer{}
 )
 
 func (o observer) SessionOpened()                 { o.m.SessionOpened() }
@@ -28,6 +27,7 @@ func (o observer) Delivered(dest string, n int)   { o.m.Delivered(dest, n) }
 func (o observer) SlowConsumerDisconnect()        { o.m.SlowConsumerDisconnect() }
 func (o observer) ProtocolErrorClose(kind string) { o.m.ProtocolErrorClose(kind) }
 func (o observer) Panic()                         { o.m.Panic() }
+func (o observer) ReaderPaused()                  { o.m.ReaderPaused() }
 func (o observer) FrameReceived(cmd string)       { o.m.FrameReceived(cmd) }
 func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 
@@ -68,8 +68,11 @@ func (o observer) SessionClosed(reason string) {
 
 func (o observer) FrameDropped(cmd, reason string) {
 	r := metrics.DropRejected
-	if reason == interceptor.DropRateLimit {
+	switch reason {
+	case interceptor.DropRateLimit:
 		r = metrics.DropRateLimit
+	case interceptor.DropAborted:
+		r = metrics.DropAborted
 	}
 	o.m.FrameDropped(cmd, r)
 }

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 // settings are every operator-facing setting. Each is a flag and an
@@ -29,6 +31,12 @@ type settings struct {
 	heartBeatRecv    time.Duration
 	heartBeatTol     time.Duration
 	outboundQueue    int
+	outboundBytes    int
+	maxTx            int
+	maxTxFrames      int
+	maxTxBytes       int
+	controlLimit     int
+	controlWindow    time.Duration
 	writeTimeout     time.Duration
 	allowedOrigins   string
 
@@ -75,6 +83,12 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.heartBeatRecv, "heart-beat-receive", 10*time.Second, "interval at which the server wants heart-beats (negative: never)")
 	fs.DurationVar(&s.heartBeatTol, "heart-beat-tolerance", 5*time.Second, "added to the negotiated interval before a silent client is closed")
 	fs.IntVar(&s.outboundQueue, "outbound-queue", 1024, "per-session outbound queue in frames; a session whose queue fills is closed as a slow consumer")
+	fs.IntVar(&s.outboundBytes, "outbound-bytes", server.DefaultOutboundBytes, "per-session outbound queue in bytes; a MESSAGE that does not fit closes the session as a slow consumer, a RECEIPT makes the session stop reading until its client reads")
+	fs.IntVar(&s.maxTx, "max-transactions", server.DefaultMaxTransactions, "most open transactions per session")
+	fs.IntVar(&s.maxTxFrames, "max-transaction-frames", server.DefaultMaxTransactionFrames, "most SEND frames held in one transaction")
+	fs.IntVar(&s.maxTxBytes, "max-transaction-bytes", server.DefaultMaxTransactionBytes, "most bytes held in all open transactions of one session")
+	fs.IntVar(&s.controlLimit, "control-limit", server.DefaultControlLimit, "control frames (SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT, frames with a receipt) per session per -control-window; one more closes the session")
+	fs.DurationVar(&s.controlWindow, "control-window", server.DefaultControlWindow, "window of -control-limit")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", 10*time.Second, "bound on one WebSocket write")
 	fs.StringVar(&s.allowedOrigins, "allowed-origins", "", "comma-separated host patterns of cross-origin pages allowed to connect (e.g. \"*.example.com\"); empty: same origin only")
 
