@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,11 +32,43 @@ type Broker struct {
 }
 
 type shard struct {
-	mu sync.RWMutex
-	// topics maps a destination to its subscriptions. The slice is copied
-	// on every change and never modified in place, so Publish can iterate
-	// it after releasing the lock.
-	topics map[string][]*Subscription
+	// mu guards topics, the map only; each topic guards its own
+	// subscriptions, so fan-out on one topic never holds up another.
+	mu     sync.RWMutex
+	topics map[string]*topic
+}
+
+// topic is one destination's subscriptions. Subscribe appends and
+// Unsubscribe swaps the last subscription into the gap, so a change costs
+// O(1) however many subscribers the destination has: a client that
+// subscribes and unsubscribes in a loop on a busy room costs the server
+// no more than on an empty one. Publish iterates an immutable snapshot,
+// rebuilt by the first Publish after a change: its O(subscribers) copy is
+// paid at most once per publish, which is O(subscribers) anyway, and a
+// subscriber may call back into the Broker from Deliver.
+type topic struct {
+	// mu guards subs and every subscription's index, and serialises
+	// rebuilding snap.
+	mu   sync.Mutex
+	subs []*Subscription
+	// snap is the subscriptions as of the last change, never modified
+	// once stored; nil after a change until a Publish rebuilds it.
+	snap atomic.Pointer[[]*Subscription]
+}
+
+// snapshot returns the topic's subscriptions for a fan-out.
+func (t *topic) snapshot() []*Subscription {
+	if p := t.snap.Load(); p != nil {
+		return *p
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.snap.Load(); p != nil {
+		return *p
+	}
+	subs := slices.Clone(t.subs)
+	t.snap.Store(&subs)
+	return subs
 }
 
 // Hooks is told when a destination gains its first subscription and loses
@@ -69,7 +102,7 @@ func NewWithConfig(cfg Config) *Broker {
 		prefix: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:]),
 	}
 	for i := range b.shards {
-		b.shards[i].topics = make(map[string][]*Subscription)
+		b.shards[i].topics = make(map[string]*topic)
 	}
 	return b
 }
@@ -88,53 +121,83 @@ func (b *Broker) NextID() string {
 }
 
 // Subscribe adds sub to its destination. It reports whether this was the
-// destination's first subscription.
+// destination's first subscription. It costs O(1) whatever the number of
+// subscriptions on the destination.
 func (b *Broker) Subscribe(sub *Subscription) (first bool) {
 	sh := b.shard(sub.Destination)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old := sh.topics[sub.Destination]
-	subs := make([]*Subscription, len(old), len(old)+1)
-	copy(subs, old)
-	sh.topics[sub.Destination] = append(subs, sub)
-	if len(old) == 0 && b.hooks != nil {
+	t := sh.topics[sub.Destination]
+	if t == nil {
+		t = &topic{}
+		sh.topics[sub.Destination] = t
+		first = true
+	}
+	t.mu.Lock()
+	sub.index = len(t.subs)
+	t.subs = append(t.subs, sub)
+	t.snap.Store(nil)
+	t.mu.Unlock()
+	if first && b.hooks != nil {
 		b.hooks.FirstSubscriber(sub.Destination)
 	}
-	return len(old) == 0
+	return first
 }
 
 // Unsubscribe removes sub from its destination. It reports whether sub was
-// subscribed and whether the destination has no subscription left.
+// subscribed and whether the destination has no subscription left. It
+// costs O(1) whatever the number of subscriptions on the destination.
 func (b *Broker) Unsubscribe(sub *Subscription) (removed, last bool) {
 	sh := b.shard(sub.Destination)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	old := sh.topics[sub.Destination]
-	for i, s := range old {
-		if s != sub {
-			continue
-		}
-		if len(old) == 1 {
-			delete(sh.topics, sub.Destination)
-			if b.hooks != nil {
-				b.hooks.LastSubscriberGone(sub.Destination)
-			}
-			return true, true
-		}
-		subs := make([]*Subscription, 0, len(old)-1)
-		subs = append(subs, old[:i]...)
-		sh.topics[sub.Destination] = append(subs, old[i+1:]...)
-		return true, false
+	t := sh.topics[sub.Destination]
+	if t == nil {
+		return false, true
 	}
-	return false, len(old) == 0
+	t.mu.Lock()
+	i := sub.index
+	if i < 0 || i >= len(t.subs) || t.subs[i] != sub {
+		t.mu.Unlock()
+		return false, false
+	}
+	end := len(t.subs) - 1
+	if i != end {
+		moved := t.subs[end]
+		t.subs[i] = moved
+		moved.index = i
+	}
+	t.subs[end] = nil
+	t.subs = t.subs[:end]
+	t.snap.Store(nil)
+	sub.index = -1
+	if end == 0 {
+		t.subs = nil
+		delete(sh.topics, sub.Destination)
+		last = true
+	} else if cap(t.subs) > 64 && len(t.subs) < cap(t.subs)/4 {
+		// Let a room that emptied out give its memory back.
+		t.subs = append([]*Subscription(nil), t.subs...)
+	}
+	t.mu.Unlock()
+	if last && b.hooks != nil {
+		b.hooks.LastSubscriberGone(sub.Destination)
+	}
+	return true, last
 }
 
 // Subscribers returns the number of subscriptions on dest.
 func (b *Broker) Subscribers(dest string) int {
 	sh := b.shard(dest)
 	sh.mu.RLock()
-	defer sh.mu.RUnlock()
-	return len(sh.topics[dest])
+	t := sh.topics[dest]
+	sh.mu.RUnlock()
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.subs)
 }
 
 // Publish hands m to every subscription on m.Destination and returns how
@@ -144,9 +207,12 @@ func (b *Broker) Subscribers(dest string) int {
 func (b *Broker) Publish(m *Message) (delivered int) {
 	sh := b.shard(m.Destination)
 	sh.mu.RLock()
-	subs := sh.topics[m.Destination]
+	t := sh.topics[m.Destination]
 	sh.mu.RUnlock()
-	for _, s := range subs {
+	if t == nil {
+		return 0
+	}
+	for _, s := range t.snapshot() {
 		m.prepare(s.Version)
 		if s.Subscriber.Deliver(s, m) {
 			delivered++

@@ -64,7 +64,8 @@ type Subscription struct {
 	// Subscriber is the session that receives the messages.
 	Subscriber Subscriber
 
-	head []byte // "MESSAGE\nsubscription:<id>\n", encoded once
+	head  []byte // "MESSAGE\nsubscription:<id>\n", encoded once
+	index int    // position in its topic's subs; guarded by the topic's mu
 }
 
 // NewSubscription returns a subscription ready for Broker.Subscribe.
