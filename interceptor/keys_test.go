@@ -28,7 +28,7 @@ var (
 	edPub                ed25519.PublicKey
 )
 
-func testKeys(t *testing.T) {
+func testKeys(t testing.TB) {
 	t.Helper()
 	keysOnce.Do(func() {
 		rsaKey, rsaKey2 = genRSA(2048), genRSA(2048)

@@ -12,7 +12,7 @@ import (
 
 // signWith returns claims as a JWT signed by key with method, naming kid
 // in its header when kid is not empty.
-func signWith(t *testing.T, method jwt.SigningMethod, key any, kid string, claims jwt.MapClaims) string {
+func signWith(t testing.TB, method jwt.SigningMethod, key any, kid string, claims jwt.MapClaims) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(method, claims)
 	if kid != "" {
