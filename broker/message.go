@@ -35,11 +35,13 @@ type Message struct {
 }
 
 // reserved are SEND headers the server sets itself or that describe the
-// SEND rather than the message; they are not passed through.
+// SEND rather than the message; they are not passed through. "token"
+// carries the sender's refreshed credentials (see
+// interceptor.PrincipalStage), which no subscriber may see.
 func reserved(name string) bool {
 	switch name {
 	case "destination", "content-length", "receipt", "transaction",
-		"message-id", "subscription", "ack":
+		"message-id", "subscription", "ack", "token":
 		return true
 	}
 	return false

@@ -16,13 +16,21 @@ import (
 // every CONNECT as an anonymous principal.
 type PrincipalConfig struct {
 	// JWTSecret, when set, enables HS256 JWT authentication with this
-	// shared secret. Empty: no JWT checking, every session is anonymous.
+	// shared secret. With neither JWTSecret nor Keys there is no JWT
+	// checking: every session is anonymous.
 	JWTSecret []byte
-	// Required refuses sessions without a valid token. It needs JWTSecret.
-	// False: a CONNECT without any token is anonymous, but a token that is
-	// present must still be valid.
+	// Keys, when set, enables RS256 and ES256 JWT authentication with
+	// the public keys it holds (ParsePEMKeys for a PEM file, NewJWKS for
+	// a provider's key set). Each key verifies only the algorithm of its
+	// type (KeyAlg). Both may be set: HS256 tokens are then checked
+	// against JWTSecret, RS256 and ES256 ones against Keys.
+	Keys KeySource
+	// Required refuses sessions without a valid token. It needs JWTSecret
+	// or Keys. False: a CONNECT without any token is anonymous, but a
+	// token that is present must still be valid.
 	Required bool
-	// Leeway is the clock skew allowed on exp and nbf. Default 0.
+	// Leeway is the clock skew allowed on exp and nbf. Default 0. A
+	// session ends at its token's exp plus Leeway.
 	Leeway time.Duration
 	// Now is the clock used to check exp and nbf; nil means time.Now.
 	Now func() time.Time
@@ -51,8 +59,9 @@ const BanCheckTimeout = 100 * time.Millisecond
 //
 // A token is looked for, in order, in the CONNECT passcode header, the
 // CONNECT Authorization header ("Bearer <token>"), and the handshake URL's
-// access_token query parameter. The token is an HS256 JWT with these
-// claims:
+// access_token query parameter. The token is a JWT signed with HS256
+// (PrincipalConfig.JWTSecret), RS256 or ES256 (PrincipalConfig.Keys), with
+// these claims:
 //
 //	{
 //	  "sub": "alice",                       // principal name (user-name)
@@ -71,6 +80,36 @@ const BanCheckTimeout = 100 * time.Millisecond
 // principal that is banned: the ban follows the principal across client
 // IPs, which the handshake's IP ban cannot do.
 //
+// # Token lifetime and refresh
+//
+// A session authenticated by a token lives as long as the token says: the
+// stage sets Principal.Expires to exp (plus Leeway), and the server ends
+// the session then with ERROR "token expired" and a close. To keep it
+// open, the client sends a newer token before exp in a "token" header on
+// any frame after CONNECT. The stage checks it like a CONNECT token
+// (signature, exp in the future, nbf) and that its sub is the session's
+// principal; it then moves Expires to the new exp and replaces the
+// destination patterns with the new token's. An invalid token, or one for
+// another principal, ends the session with ERROR "invalid credentials"
+// (reason RejectAuth), as does a token sent by an anonymous session. With
+// neither JWTSecret nor Keys, the header is ignored. The token header is
+// never passed on to subscribers of a SEND that carries it.
+//
+// A frame that carries only the token and does nothing else is an
+// UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2
+// allows it; the server answers with the RECEIPT once the new expiry is in
+// place):
+//
+//	UNSUBSCRIBE
+//	id:token-refresh
+//	receipt:refresh-1
+//	token:<jwt>
+//
+// The new patterns apply to later SUBSCRIBE and SEND frames; a
+// subscription made under the old ones stays. Use a frame the session
+// limiter does not count (UNSUBSCRIBE is not counted by default): a
+// refresh on a frame the limiter drops is lost with it.
+//
 // A PrincipalStage is safe for concurrent use.
 type PrincipalStage struct {
 	cfg    PrincipalConfig
@@ -81,8 +120,8 @@ var _ Stage = (*PrincipalStage)(nil)
 
 // NewPrincipalStage validates cfg and returns the stage.
 func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
-	if cfg.Required && len(cfg.JWTSecret) == 0 {
-		return nil, errors.New("interceptor: Required authentication needs a JWTSecret")
+	if cfg.Required && len(cfg.JWTSecret) == 0 && cfg.Keys == nil {
+		return nil, errors.New("interceptor: Required authentication needs a JWTSecret or Keys")
 	}
 	if cfg.Leeway < 0 {
 		return nil, fmt.Errorf("interceptor: Leeway %v is negative", cfg.Leeway)
@@ -91,15 +130,79 @@ func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
 		cfg.Now = time.Now
 	}
 	p := &PrincipalStage{cfg: cfg}
+	var algs []string
 	if len(cfg.JWTSecret) > 0 {
+		algs = append(algs, AlgHS256)
+	}
+	if cfg.Keys != nil {
+		algs = append(algs, AlgRS256, AlgES256)
+	}
+	if len(algs) > 0 {
 		p.parser = jwt.NewParser(
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
+			jwt.WithValidMethods(algs),
 			jwt.WithExpirationRequired(),
 			jwt.WithLeeway(cfg.Leeway),
 			jwt.WithTimeFunc(cfg.Now),
 		)
 	}
 	return p, nil
+}
+
+// key is the parser's Keyfunc. The algorithm the token names picks the
+// key kind, and each algorithm has exactly one: the secret for HS256, the
+// source's keys of that algorithm for RS256 and ES256. A public key is
+// never offered to HMAC, whatever the token says.
+func (p *PrincipalStage) key(t *jwt.Token) (any, error) {
+	alg := t.Method.Alg()
+	switch alg {
+	case AlgHS256:
+		if len(p.cfg.JWTSecret) == 0 {
+			break
+		}
+		return p.cfg.JWTSecret, nil
+	case AlgRS256, AlgES256:
+		if p.cfg.Keys == nil {
+			break
+		}
+		kid, _ := t.Header["kid"].(string)
+		keys, err := p.cfg.Keys.PublicKeys(alg, kid)
+		if err != nil {
+			return nil, err
+		}
+		set := jwt.VerificationKeySet{Keys: make([]jwt.VerificationKey, 0, len(keys))}
+		for _, k := range keys {
+			if a, err := keyAlg(k); err == nil && a == alg {
+				set.Keys = append(set.Keys, k)
+			}
+		}
+		if len(set.Keys) == 0 {
+			return nil, ErrUnknownKey
+		}
+		return set, nil
+	}
+	return nil, fmt.Errorf("interceptor: algorithm %q is not accepted", alg)
+}
+
+// verify checks token and returns its claims, or the rejection.
+func (p *PrincipalStage) verify(token string) (*Claims, Result) {
+	var c Claims
+	if _, err := p.parser.ParseWithClaims(token, &c, p.key); err != nil {
+		return nil, RejectFrame(RejectAuth, "invalid credentials", err.Error())
+	}
+	if c.Subject == "" {
+		return nil, RejectFrame(RejectAuth, "invalid credentials", `token has no "sub" claim`)
+	}
+	return &c, Continue()
+}
+
+// principal builds the principal c describes.
+func (p *PrincipalStage) principal(c *Claims) *Principal {
+	pr := &Principal{Name: c.Subject, Expires: c.ExpiresAt.Add(p.cfg.Leeway)}
+	if c.STOMP != nil {
+		pr.Subscribe = nonNil(c.STOMP.Subscribe)
+		pr.Send = nonNil(c.STOMP.Send)
+	}
+	return pr
 }
 
 // Reject reasons of the PrincipalStage.
@@ -127,41 +230,56 @@ type DestinationClaims struct {
 	Send      []string `json:"send"`
 }
 
-// Handle authenticates CONNECT and STOMP frames and checks destinations
-// of SUBSCRIBE and SEND frames.
+// TokenHeader is the header that carries a newer token on any frame after
+// CONNECT (see PrincipalStage).
+const TokenHeader = "token"
+
+// Handle authenticates CONNECT and STOMP frames, applies a newer token
+// carried by any later frame, and checks destinations of SUBSCRIBE and
+// SEND frames.
 func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 	switch f.Command {
 	case "CONNECT", "STOMP":
 		return p.connect(s, f)
-	case "SEND":
-		return p.check(s, s.principalSend(), f)
-	case "SUBSCRIBE":
-		return p.check(s, s.principalSubscribe(), f)
 	}
 	if s.Principal == nil {
 		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
+	}
+	if token, ok := f.Lookup(TokenHeader); ok && p.parser != nil {
+		if r := p.refresh(s, token); r.Outcome != Pass {
+			return r
+		}
+	}
+	switch f.Command {
+	case "SEND":
+		return p.check(s, s.Principal.Send, f)
+	case "SUBSCRIBE":
+		return p.check(s, s.Principal.Subscribe, f)
 	}
 	return Continue()
 }
 
-func (s *Session) principalSend() []string {
-	if s.Principal == nil {
-		return nil
+// refresh applies a newer token for the session's principal: a new expiry
+// and new destination patterns. The Principal is replaced, not changed in
+// place, so one read elsewhere sees either the old or the new one whole.
+func (p *PrincipalStage) refresh(s *Session, token string) Result {
+	c, r := p.verify(token)
+	if r.Outcome != Pass {
+		return r
 	}
-	return s.Principal.Send
-}
-
-func (s *Session) principalSubscribe() []string {
-	if s.Principal == nil {
-		return nil
+	if s.Principal.Anonymous {
+		return RejectFrame(RejectAuth, "invalid credentials",
+			"a token header needs a session that was authenticated with a token; reconnect with it instead")
 	}
-	return s.Principal.Subscribe
+	if c.Subject != s.Principal.Name {
+		return RejectFrame(RejectAuth, "invalid credentials",
+			fmt.Sprintf("the token is for %q, not for the session's principal %q", c.Subject, s.Principal.Name))
+	}
+	s.Principal = p.principal(c)
+	return Continue()
 }
 
 func (p *PrincipalStage) check(s *Session, patterns []string, f *stompframe.Frame) Result {
-	if s.Principal == nil {
-		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
-	}
 	if patterns == nil {
 		return Continue()
 	}
@@ -184,23 +302,14 @@ func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
 		s.Principal = &Principal{Name: "anonymous-" + s.ID, Anonymous: true}
 		return Continue()
 	}
-	var c Claims
-	_, err := p.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return p.cfg.JWTSecret, nil })
-	if err != nil {
-		return RejectFrame(RejectAuth, "invalid credentials", err.Error())
-	}
-	if c.Subject == "" {
-		return RejectFrame(RejectAuth, "invalid credentials", `token has no "sub" claim`)
+	c, r := p.verify(token)
+	if r.Outcome != Pass {
+		return r
 	}
 	if r, banned := p.banned(c.Subject); banned {
 		return r
 	}
-	pr := &Principal{Name: c.Subject}
-	if c.STOMP != nil {
-		pr.Subscribe = nonNil(c.STOMP.Subscribe)
-		pr.Send = nonNil(c.STOMP.Send)
-	}
-	s.Principal = pr
+	s.Principal = p.principal(c)
 	return Continue()
 }
 

@@ -32,11 +32,15 @@ type app struct {
 	limiter  *handshake.Limiter
 	redis    redis.UniversalClient
 	relay    *relay.Relay // nil without -relay
+	// jwks is the key set of -jwt-jwks-url, fetched in the background
+	// until close; nil without it.
+	jwks *interceptor.JWKS
 }
 
 // newApp builds the server from settings that validate has accepted.
 func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	a := &app{registry: metrics.NewRegistry()}
+	logger = redactTokens(logger)
 	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes)})
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-destination-prefixes: %w", err)
@@ -79,7 +83,12 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		return nil, err
 	}
 
-	chain, err := newChain(st, obs, a.limiter, logger)
+	keys, err := a.newKeySource(st, logger)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	chain, err := newChain(st, obs, a.limiter, keys, logger)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -156,9 +165,12 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 // session limiter, metrics. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
+// keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
+// -jwt-jwks-url.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys interceptor.KeySource, logger *slog.Logger) (*interceptor.Chain, error) {
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
 		JWTSecret: []byte(st.jwtSecret),
+		Keys:      keys,
 		Required:  st.authRequired,
 		Bans:      bans,
 	})
@@ -213,6 +225,9 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 // still queued), then the Redis client it uses. Call it after the STOMP
 // sessions are shut down.
 func (a *app) close() {
+	if a.jwks != nil {
+		a.jwks.Close()
+	}
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}

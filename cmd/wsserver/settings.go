@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -49,6 +50,9 @@ type settings struct {
 	abuseBan        time.Duration
 	jwtSecret       string
 	authRequired    bool
+	jwtPublicKey    string
+	jwtJWKSURL      string
+	jwtJWKSRefresh  time.Duration
 
 	redisURL       string
 	relay          string
@@ -100,7 +104,10 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.abuseWindow, "abuse-window", 10*time.Second, "window over which -abuse-drops are counted")
 	fs.DurationVar(&s.abuseBan, "abuse-ban", 0, "ban the client IP and principal of a session closed for abuse for this long (0: no ban)")
 	fs.StringVar(&s.jwtSecret, "jwt-secret", "", "HS256 secret for JWT authentication (empty: anonymous sessions)")
-	fs.BoolVar(&s.authRequired, "auth-required", false, "refuse sessions without a valid JWT (needs -jwt-secret)")
+	fs.BoolVar(&s.authRequired, "auth-required", false, "refuse sessions without a valid JWT (needs -jwt-secret, -jwt-public-key or -jwt-jwks-url)")
+	fs.StringVar(&s.jwtPublicKey, "jwt-public-key", "", "PEM file of RSA (RS256) or EC P-256 (ES256) public keys or certificates that verify JWTs")
+	fs.StringVar(&s.jwtJWKSURL, "jwt-jwks-url", "", "URL of the identity provider's JWK set (jwks_uri) whose RSA and EC P-256 keys verify RS256 and ES256 JWTs")
+	fs.DurationVar(&s.jwtJWKSRefresh, "jwt-jwks-refresh", interceptor.DefaultJWKSRefresh, "how often the -jwt-jwks-url key set is fetched again (at least 10s); a token naming an unknown key also refetches it, at most every 30s")
 
 	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter and the -relay: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
 	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")

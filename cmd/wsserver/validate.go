@@ -78,8 +78,8 @@ func (s *settings) validate() error {
 	default:
 		return bad("limiter-fail", s.limiterFail, "want open or closed")
 	}
-	if s.authRequired && s.jwtSecret == "" {
-		return fmt.Errorf("-auth-required (%s) needs -jwt-secret (%s)", envName("auth-required"), envName("jwt-secret"))
+	if err := s.validateAuth(); err != nil {
+		return err
 	}
 	if s.abuseBan > 0 && s.abuseDrops == 0 {
 		return bad("abuse-ban", s.abuseBan, "needs -abuse-drops to be set")
