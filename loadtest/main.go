@@ -5,6 +5,7 @@
 //	go run ./loadtest throughput      [flags]  P publishers, S subscribers, one topic
 //	go run ./loadtest handshake-storm [flags]  WebSocket handshakes per source IP
 //	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
+//	go run ./loadtest abuse           [flags]  eight attacks, each beside an honest room
 //
 // Every scenario takes -url (default ws://127.0.0.1:8080/ws), -login,
 // -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart; run a
@@ -79,6 +80,7 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"throughput":      runThroughput,
 	"handshake-storm": runStorm,
 	"idle":            runIdle,
+	"abuse":           runAbuse,
 }
 
 // scenarioConfig is the settings of one scenario.
@@ -146,6 +148,8 @@ Scenarios:
   throughput       publishers and subscribers on one topic
   handshake-storm  WebSocket handshakes per source IP against the limiter
   idle             heart-beating idle sessions and the server's RSS per session
+  abuse            attacks one client can make, each beside an honest room:
+                   server RSS and CPU, honest delivery and p99, the attacker's fate
 
 Run "loadtest <scenario> -h" for the flags of a scenario.
 `
