@@ -306,9 +306,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 			break
 		}
 	}
-	for _, name := range names[len(ar.Attacks):] {
-		ar.NotRun = append(ar.NotRun, name)
-	}
+	ar.NotRun = append(ar.NotRun, names[len(ar.Attacks):]...)
 	ar.judge(cfg)
 	elapsed := round3(time.Since(start).Seconds())
 	rep := &report{
