@@ -181,8 +181,12 @@ func (r *abuseReport) writeText(w io.Writer) {
 		if l := a.Honest.Latency; l != nil {
 			p99 = fmt.Sprintf("%.1f", l.P99)
 		}
+		name := a.Name
+		if a.Interrupted {
+			name += " (interrupted)"
+		}
 		fmt.Fprintf(tw, "%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%d of %d\t%s\t\n",
-			a.Name, a.Seconds, rssB, rssP, grow, cpu, avg, peak,
+			name, a.Seconds, rssB, rssP, grow, cpu, avg, peak,
 			a.Honest.Delivered, a.Honest.Expected, p99, a.Honest.Disconnected, a.Honest.Subscribers,
 			a.Attacker.fate())
 	}

@@ -30,6 +30,15 @@
 // -sessions-per-ip above 6, start the server with a -policy file whose
 // ws_handshake zone is large (rate: 100000r/s, burst: 100000).
 //
+// abuse runs its attacks one after another, each for
+// -duration-per-attack (commit-burst for -commit-after more), each beside
+// a fresh honest room, and reads the server's RSS and CPU every 100 ms
+// from /proc (-pid) or its metrics page. Its attackers leave from
+// 127.3.x.y, one address per session, except sessions-per-ip and
+// http-idle, which are one client: 127.3.255.254. A Go server keeps the
+// memory an attack made it grow for a while, so judge a memory figure
+// from a fresh server (-attacks tx-fill alone).
+//
 // Subscriptions are confirmed before any SEND: a SUBSCRIBE carries a
 // receipt, followed in the same message by an empty transaction with a
 // receipt as a fence, for servers (go-stomp's) that do not answer
