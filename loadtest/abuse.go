@@ -297,7 +297,10 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 				interrupted = true
 				break
 			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			// The room or the attack could not be set up (a server that
+			// refuses transactions, say): say so and go on.
+			ar.Attacks = append(ar.Attacks, attackResult{Name: name, Error: err.Error()})
+			continue
 		}
 		ar.Attacks = append(ar.Attacks, res)
 		rss = mergeSeries(rss, samp.rssPerSecond(start))

@@ -24,11 +24,14 @@ type abuseReport struct {
 type attackResult struct {
 	Name string `json:"name"`
 	// Seconds is the attack's load period as run.
-	Seconds     float64        `json:"seconds"`
-	Interrupted bool           `json:"interrupted"`
-	Server      serverUsage    `json:"server"`
-	Honest      honestReport   `json:"honest"`
-	Attacker    attackerReport `json:"attacker"`
+	Seconds     float64 `json:"seconds"`
+	Interrupted bool    `json:"interrupted"`
+	// Error says why the attack could not be run; nothing else is set
+	// then.
+	Error    string         `json:"error,omitempty"`
+	Server   serverUsage    `json:"server"`
+	Honest   honestReport   `json:"honest"`
+	Attacker attackerReport `json:"attacker"`
 }
 
 // honestReport is what the honest room saw during one attack.
@@ -93,9 +96,10 @@ const (
 	txFillRSSBound   = 128 << 20
 )
 
+// find returns the named attack if it ran.
 func (r *abuseReport) find(name string) *attackResult {
 	for i := range r.Attacks {
-		if r.Attacks[i].Name == name {
+		if r.Attacks[i].Name == name && r.Attacks[i].Error == "" {
 			return &r.Attacks[i]
 		}
 	}
@@ -171,6 +175,10 @@ func (r *abuseReport) writeText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "attack\tseconds\tRSS before MiB\tRSS peak MiB\tgrowth MiB\tCPU s\tcores avg\tcores peak\thonest delivered/expected\thonest p99 ms\thonest disconnected\tattacker\t")
 	for _, a := range r.Attacks {
+		if a.Error != "" {
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t\tcould not run\t\n", a.Name)
+			continue
+		}
 		rssB, rssP, grow, cpu, avg, peak := "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
 		if s := a.Server; s.Source != "" {
 			rssB, rssP = fmt.Sprintf("%.1f", mib(s.RSSBefore)), fmt.Sprintf("%.1f", mib(s.RSSPeak))
@@ -193,6 +201,10 @@ func (r *abuseReport) writeText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, a := range r.Attacks {
+		if a.Error != "" {
+			fmt.Fprintf(w, "%s: could not run: %s\n", a.Name, a.Error)
+			continue
+		}
 		fmt.Fprintf(w, "%s: %s\n", a.Name, a.Attacker.Summary)
 		if len(a.Attacker.Closes) > 0 {
 			fmt.Fprintf(w, "  attacker closes: %s\n", closesText(a.Attacker.Closes))

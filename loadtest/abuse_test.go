@@ -198,6 +198,9 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101),
 		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+		{"could not run", 5, []attackResult{
+			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
 		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
