@@ -75,6 +75,8 @@ type stompConn struct {
 	dec     *stompframe.Decoder
 	rbuf    []byte // last inbound message, reused
 	wbuf    []byte // outbound message under construction, reused
+	// lastType is the WebSocket type of the last inbound message.
+	lastType websocket.MessageType
 }
 
 // errorFrame is a STOMP ERROR frame received from the server.
@@ -179,10 +181,11 @@ func (c *stompConn) await(ctx context.Context, command string, ids ...string) (s
 // readMessage reads one WebSocket message into the reused buffer. The
 // result is valid until the next call.
 func (c *stompConn) readMessage(ctx context.Context) ([]byte, error) {
-	_, r, err := c.ws.Reader(ctx)
+	typ, r, err := c.ws.Reader(ctx)
 	if err != nil {
 		return nil, err
 	}
+	c.lastType = typ
 	b := c.rbuf[:0]
 	for {
 		if len(b) == cap(b) {

@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -146,26 +148,60 @@ type subscriber struct {
 	// hist is owned by the read goroutine until it ends; nil when
 	// latency is not recorded.
 	hist *hdrhistogram.Histogram
+
+	// Set before run starts (the abuse scenario's honest subscribers):
+	// readBPS paces reading to that many bytes per second, a client on a
+	// slow link (0: as fast as possible); browser fails the connection on
+	// a text message that is not valid UTF-8, as a browser does;
+	// stampedOnly counts MESSAGEs without a stamp in foreign instead of
+	// delivered.
+	readBPS     int64
+	browser     bool
+	stampedOnly bool
+	foreign     atomic.Int64
+
+	// ended says how the connection ended before the run did, and
+	// lastError is the message of the last ERROR frame. Both are written
+	// by the read goroutine before it sets gone.
+	ended     string
+	lastError string
+	gone      atomic.Bool
+}
+
+// fail records why the connection ended, once.
+func (s *subscriber) fail(why string) {
+	s.cls.errors.Add(1)
+	s.ended = why
+	s.gone.Store(true)
 }
 
 // run reads until the connection fails or closes. done reports whether
 // the run is over, so that the close it causes is not an error.
 func (s *subscriber) run(ck clock, done *atomic.Bool) {
+	var pace *readPacer
+	if s.readBPS > 0 {
+		pace = &readPacer{bps: s.readBPS, start: time.Now()}
+	}
 	for {
 		msg, err := s.conn.readMessage(context.Background())
 		if err != nil {
 			if !done.Load() {
-				s.cls.errors.Add(1)
+				s.fail(describeEnd(err))
 			}
 			return
 		}
 		now := ck.now()
+		if s.browser && s.conn.lastType == websocket.MessageText && !utf8.Valid(msg) {
+			s.fail(endInvalidUTF8)
+			s.conn.close()
+			return
+		}
 		s.conn.dec.Feed(msg)
 		var n int64
 		for {
 			f, err := s.conn.dec.Next()
 			if err != nil {
-				s.cls.errors.Add(1)
+				s.fail("undecodable frame: " + err.Error())
 				s.conn.close()
 				return
 			}
@@ -174,6 +210,12 @@ func (s *subscriber) run(ck clock, done *atomic.Bool) {
 			}
 			switch f.Command {
 			case stompframe.CommandMessage:
+				if s.stampedOnly {
+					if _, _, ok := parseStamp(f.Body); !ok {
+						s.foreign.Add(1)
+						continue
+					}
+				}
 				n++
 				if s.hist != nil {
 					if ts, _, ok := parseStamp(f.Body); ok {
@@ -182,7 +224,11 @@ func (s *subscriber) run(ck clock, done *atomic.Bool) {
 				}
 			case stompframe.CommandError:
 				s.cls.errors.Add(1)
+				s.lastError = f.Get("message")
 			}
+		}
+		if pace != nil {
+			pace.wait(len(msg))
 		}
 		if n > 0 {
 			s.delivered.Add(n)

@@ -5,6 +5,7 @@
 //	go run ./loadtest throughput      [flags]  P publishers, S subscribers, one topic
 //	go run ./loadtest handshake-storm [flags]  WebSocket handshakes per source IP
 //	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
+//	go run ./loadtest abuse           [flags]  eight attacks, each beside an honest room
 //
 // Every scenario takes -url (default ws://127.0.0.1:8080/ws), -login,
 // -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart; run a
@@ -28,6 +29,15 @@
 // default policy lets through. With -spread-sources=false, or idle's
 // -sessions-per-ip above 6, start the server with a -policy file whose
 // ws_handshake zone is large (rate: 100000r/s, burst: 100000).
+//
+// abuse runs its attacks one after another, each for
+// -duration-per-attack (commit-burst for -commit-after more), each beside
+// a fresh honest room, and reads the server's RSS and CPU every 100 ms
+// from /proc (-pid) or its metrics page. Its attackers leave from
+// 127.3.x.y, one address per session, except sessions-per-ip and
+// http-idle, which are one client: 127.3.255.254. A Go server keeps the
+// memory an attack made it grow for a while, so judge a memory figure
+// from a fresh server (-attacks tx-fill alone).
 //
 // Subscriptions are confirmed before any SEND: a SUBSCRIBE carries a
 // receipt, followed in the same message by an empty transaction with a
@@ -79,6 +89,7 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"throughput":      runThroughput,
 	"handshake-storm": runStorm,
 	"idle":            runIdle,
+	"abuse":           runAbuse,
 }
 
 // scenarioConfig is the settings of one scenario.
@@ -146,6 +157,8 @@ Scenarios:
   throughput       publishers and subscribers on one topic
   handshake-storm  WebSocket handshakes per source IP against the limiter
   idle             heart-beating idle sessions and the server's RSS per session
+  abuse            attacks one client can make, each beside an honest room:
+                   server RSS and CPU, honest delivery and p99, the attacker's fate
 
 Run "loadtest <scenario> -h" for the flags of a scenario.
 `

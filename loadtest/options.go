@@ -155,11 +155,13 @@ func hostOf(wsURL string) string {
 
 // Source address blocks in 127.0.0.0/8, one per scenario so that runs
 // close together do not share per-IP limiter state: handshake-storm uses
-// 127.0.0.2 onward, idle 127.1.x.y, flood and throughput 127.2.x.y.
+// 127.0.0.2 onward, idle 127.1.x.y, flood and throughput 127.2.x.y, the
+// abuse scenario's attackers 127.3.x.y (its honest room uses blockLoad).
 const (
 	blockStorm = 0
 	blockIdle  = 1
 	blockLoad  = 2
+	blockAbuse = 3
 	// maxSources is how many addresses one block holds.
 	maxSources = 254 * 256
 )

@@ -24,6 +24,7 @@ type report struct {
 	Classes []classReport `json:"classes,omitempty"`
 	Storm   *stormReport  `json:"handshake_storm,omitempty"`
 	Idle    *idleReport   `json:"idle,omitempty"`
+	Abuse   *abuseReport  `json:"abuse,omitempty"`
 	Server  *serverReport `json:"server,omitempty"`
 	Tool    toolReport    `json:"tool"`
 	Series  []series      `json:"series,omitempty"`
@@ -105,6 +106,9 @@ func (r *report) writeText(w io.Writer, title string) {
 	}
 	if r.Idle != nil {
 		r.Idle.writeText(w)
+	}
+	if r.Abuse != nil {
+		r.Abuse.writeText(w)
 	}
 	if s := r.Server; s != nil {
 		s.writeText(w)

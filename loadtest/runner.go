@@ -42,6 +42,9 @@ type loadRun struct {
 
 	done    atomic.Bool // set before the connections are closed
 	readers sync.WaitGroup
+	// subSetup, when set, adjusts each subscriber before its reader
+	// starts (the abuse scenario's browser-like, slow-link readers).
+	subSetup func(*subscriber)
 
 	mu    sync.Mutex
 	conns []*stompConn // guarded by mu
@@ -140,6 +143,9 @@ func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, la
 	s := &subscriber{conn: c, cls: cls, win: r.win}
 	if latency {
 		s.hist = newHistogram()
+	}
+	if r.subSetup != nil {
+		r.subSetup(s)
 	}
 	r.readers.Add(1)
 	go func() {
