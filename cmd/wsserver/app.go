@@ -17,6 +17,7 @@ import (
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/sessioncap"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 	"github.com/stompgate/stompgate/web"
@@ -32,6 +33,8 @@ type app struct {
 	limiter  *handshake.Limiter
 	redis    redis.UniversalClient
 	relay    *relay.Relay // nil without -relay
+	caps     *sessioncap.Limiter
+	capStore *sessioncap.RedisStore // nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -79,7 +82,11 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		return nil, err
 	}
 
-	chain, err := newChain(st, obs, a.limiter, logger)
+	if err := a.newSessionCaps(st, logger); err != nil {
+		a.close()
+		return nil, err
+	}
+	chain, err := newChain(st, obs, a.limiter, a.caps, logger)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -116,12 +123,17 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
+	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
 	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
 		Limiter:        a.limiter,
 		Limit:          lim,
 		TrustedProxies: trusted,
 		Logger:         logger,
-	}, a.stomp)
+	}, capped)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -147,10 +159,10 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// session limiter, metrics. bans is the handshake limiter: the LimitStage
+// per-principal session cap (caps), session limiter, metrics. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
+func newChain(st *settings, obs observer, bans *handshake.Limiter, caps *sessioncap.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
 		JWTSecret: []byte(st.jwtSecret),
 		Required:  st.authRequired,
@@ -175,7 +187,16 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, logger *slog.
 	if err != nil {
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
 	}
-	return interceptor.NewChain(obs, principal, limit, interceptor.NewMetricsStage(obs)), nil
+	stages := []interceptor.Stage{principal}
+	capStage, err := principalCapStage(st, caps)
+	if err != nil {
+		return nil, err
+	}
+	if capStage != nil {
+		stages = append(stages, capStage)
+	}
+	stages = append(stages, limit, interceptor.NewMetricsStage(obs))
+	return interceptor.NewChain(obs, stages...), nil
 }
 
 // newBroker returns the broker and, with -relay redis, the relay wired to
@@ -207,6 +228,10 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 // still queued), then the Redis client it uses. Call it after the STOMP
 // sessions are shut down.
 func (a *app) close() {
+	a.closeSessionCaps()
+	if a.limiter != nil {
+		_ = a.limiter.Close()
+	}
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}

@@ -24,6 +24,7 @@ func (s *settings) validate() error {
 		{"outbound-queue", s.outboundQueue, 1},
 		{"send-limit", s.sendLimit, 1},
 		{"abuse-drops", s.abuseDrops, 0},
+		{"max-sessions-per-principal", s.maxSessionsPerPrincipal, 0},
 	} {
 		if c.v < c.min {
 			if c.min == 0 {
@@ -47,6 +48,7 @@ func (s *settings) validate() error {
 		{"send-window", s.sendWindow, true},
 		{"abuse-window", s.abuseWindow, true},
 		{"abuse-ban", s.abuseBan, false},
+		{"session-lease-ttl", s.sessionLeaseTTL, true},
 	} {
 		switch {
 		case c.positive && c.v <= 0:
