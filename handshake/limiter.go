@@ -3,6 +3,7 @@ package handshake
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -45,6 +46,16 @@ type Config struct {
 	// while in fallback mode; the others are decided without touching
 	// Redis. Zero means DefaultRetryInterval; negative is an error.
 	RetryInterval time.Duration
+	// ProbeInterval is how often a background probe PINGs Redis while
+	// the Limiter is in fallback mode and no request has tried Redis
+	// within RetryInterval, so that fallback mode (and the Observer's
+	// gauge) ends within about one interval of Redis coming back even
+	// when no handshake arrives. The probe is one goroutine, started on
+	// entering fallback mode and ended on leaving it or by Close; each
+	// PING is bounded by RedisConfig.Timeout. Zero means RetryInterval;
+	// negative turns the background probe off, leaving only requests to
+	// probe.
+	ProbeInterval time.Duration
 	// Logger receives a Warn when fallback mode starts and an Info when it
 	// ends; nothing per request. Nil means slog.Default().
 	Logger *slog.Logger
@@ -66,15 +77,32 @@ type Config struct {
 // longer than one Redis timeout. A request whose own context ends is not a
 // Redis failure: Allow returns the context's error.
 //
+// While in fallback mode a background probe (Config.ProbeInterval) also
+// tries Redis, so that the Limiter leaves fallback mode, and tells its
+// Observer, within about one interval of Redis answering again, whether or
+// not requests arrive. Close stops it.
+//
 // A Limiter is safe for concurrent use. Create it with New.
 type Limiter struct {
 	redis         *RedisStore
 	memory        *MemoryStore
 	failClosed    bool
 	retryInterval time.Duration
+	probeInterval time.Duration
 	logger        *slog.Logger
 	observer      Observer
 	now           func() time.Time
+
+	// stop is closed by Close; the probe goroutine returns when it is.
+	stop chan struct{}
+	// probes waits for the probe goroutine.
+	probes sync.WaitGroup
+	// probeMu guards probing and closed.
+	probeMu sync.Mutex
+	// probing is set while the probe goroutine runs.
+	probing bool
+	// closed is set by Close: no probe starts after it.
+	closed bool
 
 	// fallback is set while Redis is considered down.
 	fallback atomic.Bool
@@ -90,6 +118,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = DefaultRetryInterval
+	}
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = cfg.RetryInterval
 	}
 	if cfg.Memory == nil {
 		m, err := NewMemoryStore(MemoryConfig{Now: cfg.Now})
@@ -112,10 +143,26 @@ func New(cfg Config) (*Limiter, error) {
 		memory:        cfg.Memory,
 		failClosed:    cfg.FailClosed,
 		retryInterval: cfg.RetryInterval,
+		probeInterval: cfg.ProbeInterval,
 		logger:        cfg.Logger,
 		observer:      cfg.Observer,
 		now:           cfg.Now,
+		stop:          make(chan struct{}),
 	}, nil
+}
+
+// Close stops the background probe and waits for it. The Limiter still
+// decides after Close, with no background probe: requests alone try
+// Redis again. Close is idempotent and always returns nil.
+func (l *Limiter) Close() error {
+	l.probeMu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.stop)
+	}
+	l.probeMu.Unlock()
+	l.probes.Wait()
+	return nil
 }
 
 // Allow decides one request for key under l. It returns an error only for
@@ -167,10 +214,7 @@ func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() err
 	}
 	err = call()
 	if err == nil {
-		if l.fallback.CompareAndSwap(true, false) {
-			l.logger.Info("handshake: redis answers again, leaving fallback mode")
-			l.observer.Fallback(false)
-		}
+		l.leaveFallback()
 		return false, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -188,8 +232,85 @@ func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() err
 		l.logger.Warn("handshake: redis unavailable, entering fallback mode: "+mode,
 			"err", err, "retry_interval", l.retryInterval)
 		l.observer.Fallback(true)
+		l.startProbe()
 	}
 	return true, nil
+}
+
+// leaveFallback ends fallback mode if the Limiter is in it.
+func (l *Limiter) leaveFallback() {
+	if l.fallback.CompareAndSwap(true, false) {
+		l.logger.Info("handshake: redis answers again, leaving fallback mode")
+		l.observer.Fallback(false)
+	}
+}
+
+// startProbe starts the background probe unless it runs, is turned off,
+// or the Limiter is closed.
+func (l *Limiter) startProbe() {
+	if l.probeInterval < 0 {
+		return
+	}
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if l.probing || l.closed {
+		return
+	}
+	l.probing = true
+	l.probes.Add(1)
+	go l.probe()
+}
+
+// probe PINGs Redis every ProbeInterval while the Limiter is in fallback
+// mode and no request has probed within RetryInterval, and leaves
+// fallback mode on the first answer. It returns when fallback mode has
+// ended or Close was called.
+func (l *Limiter) probe() {
+	defer l.probes.Done()
+	t := time.NewTicker(l.probeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			l.probeEnded()
+			return
+		case <-t.C:
+		}
+		if l.fallback.Load() && l.probeDue(l.now()) {
+			ctx, cancel := context.WithTimeout(context.Background(), l.redis.timeout)
+			err := l.redis.client.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				l.observer.StoreError(StoreRedis, err)
+				l.nextProbe.Store(l.now().Add(l.retryInterval).UnixNano())
+			} else {
+				l.leaveFallback()
+			}
+		}
+		if l.probeEndedUnlessFallback() {
+			return
+		}
+	}
+}
+
+// probeEndedUnlessFallback marks the probe ended and reports true, unless
+// the Limiter is (again) in fallback mode and not closed: checked under
+// probeMu so that a startProbe racing with the end is never lost.
+func (l *Limiter) probeEndedUnlessFallback() bool {
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if l.fallback.Load() && !l.closed {
+		return false
+	}
+	l.probing = false
+	return true
+}
+
+// probeEnded marks the probe ended.
+func (l *Limiter) probeEnded() {
+	l.probeMu.Lock()
+	l.probing = false
+	l.probeMu.Unlock()
 }
 
 // probeDue reports whether this request should try Redis while in

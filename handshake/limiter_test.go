@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -107,7 +108,8 @@ func TestNewLimiterConfig(t *testing.T) {
 }
 
 // newFallbackLimiter returns a Limiter on a real Redis with a fake clock,
-// an observer and a captured log.
+// an observer and a captured log. Its background probe is off, so that
+// only the test's requests, at the fake clock's instants, try Redis.
 func newFallbackLimiter(t *testing.T, failClosed bool) (*Limiter, *testredis.Server, *fakeClock, *recorder, *syncBuffer) {
 	t.Helper()
 	srv := testredis.Start(t)
@@ -120,11 +122,12 @@ func newFallbackLimiter(t *testing.T, failClosed bool) (*Limiter, *testredis.Ser
 	rec := &recorder{}
 	logs := &syncBuffer{}
 	l, err := New(Config{
-		Redis:      rs,
-		FailClosed: failClosed,
-		Logger:     slog.New(slog.NewTextHandler(logs, nil)),
-		Observer:   rec,
-		Now:        clock.Now,
+		Redis:         rs,
+		FailClosed:    failClosed,
+		ProbeInterval: -1,
+		Logger:        slog.New(slog.NewTextHandler(logs, nil)),
+		Observer:      rec,
+		Now:           clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -386,6 +389,7 @@ func TestLimiterHungRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = l.Close() })
 	type answer struct {
 		r   Result
 		err error
@@ -408,4 +412,97 @@ func TestLimiterHungRedis(t *testing.T) {
 	if !l.InFallback() {
 		t.Error("InFallback() = false with Redis hung, want true")
 	}
+}
+
+// The fallback gauge returns to 0 with no request arriving: the
+// background probe finds Redis back and leaves fallback mode by itself.
+func TestLimiterBackgroundProbe(t *testing.T) {
+	srv := testredis.Start(t)
+	client := newTestClient(t, srv.URL())
+	rs, err := NewRedisStore(RedisConfig{Client: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	l, err := New(Config{
+		Redis:         rs,
+		RetryInterval: 20 * time.Millisecond,
+		Logger:        slog.New(slog.DiscardHandler),
+		Observer:      rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+
+	srv.Kill()
+	if r, err := l.Allow(t.Context(), "192.0.2.30", handshakeLimit); err != nil || r.Store != StoreMemory {
+		t.Fatalf("redis killed: %+v, %v; want a decision by memory", r, err)
+	}
+	if !l.InFallback() {
+		t.Fatal("InFallback() = false after Redis died, want true")
+	}
+	// Still down: the probe keeps failing and counting store errors,
+	// and the Limiter stays in fallback mode.
+	poll.Until(t, 10*time.Second, func() error {
+		if _, errs, _ := rec.counts(); errs < 3 {
+			return fmt.Errorf("StoreError calls = %d, want the probe to have failed at least twice", errs)
+		}
+		return nil
+	})
+	if !l.InFallback() {
+		t.Fatal("InFallback() = false with Redis still down, want true")
+	}
+
+	srv.Restart()
+	// No request from here on.
+	poll.Until(t, 10*time.Second, func() error {
+		if l.InFallback() {
+			return errors.New("still in fallback mode with Redis back and no request")
+		}
+		return nil
+	})
+	if _, _, fb := rec.counts(); len(fb) != 2 || !fb[0] || fb[1] {
+		t.Errorf("Fallback calls = %v, want [true false]", fb)
+	}
+	// The probe has ended with fallback mode; Close finds nothing to wait
+	// for, and a second Close is harmless.
+	if err := l.Close(); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Errorf("second Close = %v", err)
+	}
+}
+
+// Close stops a probe that is still running because Redis never came
+// back, and the Limiter keeps deciding afterwards.
+func TestLimiterCloseStopsProbe(t *testing.T) {
+	l, err := New(Config{Redis: mustRedisStore(t, "redis://127.0.0.1:1/0"), RetryInterval: 10 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Allow(t.Context(), "192.0.2.31", handshakeLimit); err != nil {
+		t.Fatal(err)
+	}
+	if !l.InFallback() {
+		t.Fatal("InFallback() = false with no Redis listening, want true")
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	// goleak in TestMain fails the package if the probe outlived Close.
+	if r, err := l.Allow(t.Context(), "192.0.2.31", handshakeLimit); err != nil || r.Store != StoreMemory {
+		t.Errorf("Allow after Close = %+v, %v; want a decision by memory", r, err)
+	}
+}
+
+// mustRedisStore is a RedisStore on a client for url.
+func mustRedisStore(t *testing.T, url string) *RedisStore {
+	t.Helper()
+	rs, err := NewRedisStore(RedisConfig{Client: newTestClient(t, url)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
 }

@@ -19,6 +19,7 @@
 //   - reason, result, kind: the constants of CloseReason, DropReason and
 //     HandshakeResult, and the strings of ProtocolErrorKinds.
 //   - store: "redis" or "memory".
+//   - scope: "ip" or "principal" (CapScope).
 //   - direction: "out" or "in" (RelayDirection); reason on the relay's
 //     drops: the constants of RelayDropReason.
 //   - destination_prefix: one of Config.DestinationPrefixes.
@@ -81,7 +82,8 @@
 //
 //   - stompgate_handshakes_total{result}: WebSocket upgrade requests by
 //     result (accepted, rejected_limit, rejected_ban, rejected_origin,
-//     rejected_shutdown, store_error, upgrade_failed, other).
+//     rejected_shutdown, rejected_session_cap, store_error, upgrade_failed,
+//     other).
 //   - stompgate_handshake_limiter_decision_seconds{store} (histogram): time
 //     to decide one request, buckets from 50µs to 250ms
 //     (LimiterDecisionBuckets).
@@ -89,6 +91,21 @@
 //     calls.
 //   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
 //     runs on its in-process store because Redis is unreachable, else 0.
+//
+// Session caps (per client IP at the handshake, per principal at CONNECT;
+// refusals are counted as stompgate_handshakes_total{result=
+// "rejected_session_cap"} and stompgate_sessions_closed_total{reason=
+// "session_cap"}):
+//
+//   - stompgate_session_cap_leases{scope} (gauge): session slots this
+//     instance holds, by scope (ip, principal).
+//   - stompgate_session_cap_store_errors_total: failed Redis calls of the
+//     caps (acquire, release, lease renewal, probe).
+//   - stompgate_session_cap_leases_restored_total: leases renewal found
+//     missing in Redis and wrote back (Redis restarted empty, or out of
+//     reach for longer than the lease TTL).
+//   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
+//     instance's sessions only because Redis is unreachable, else 0.
 //
 // Cross-instance relay (Redis Pub/Sub between instances; all zero on an
 // instance that runs without it):

@@ -30,19 +30,24 @@ const (
 	// WebSocket upgrade itself failed (bad headers, unsupported
 	// subprotocol).
 	HandshakeUpgradeFailed
+	// HandshakeRejectedSessionCap: the client IP already holds as many
+	// open sessions as its policy zone's max_connections allows (429 with
+	// Retry-After).
+	HandshakeRejectedSessionCap
 
 	numHandshakeResults = iota
 )
 
 var handshakeResultLabels = [numHandshakeResults]string{
-	HandshakeOther:            labelOther,
-	HandshakeAccepted:         "accepted",
-	HandshakeRejectedLimit:    "rejected_limit",
-	HandshakeRejectedBan:      "rejected_ban",
-	HandshakeRejectedOrigin:   "rejected_origin",
-	HandshakeRejectedShutdown: "rejected_shutdown",
-	HandshakeStoreError:       "store_error",
-	HandshakeUpgradeFailed:    "upgrade_failed",
+	HandshakeOther:              labelOther,
+	HandshakeAccepted:           "accepted",
+	HandshakeRejectedLimit:      "rejected_limit",
+	HandshakeRejectedBan:        "rejected_ban",
+	HandshakeRejectedOrigin:     "rejected_origin",
+	HandshakeRejectedShutdown:   "rejected_shutdown",
+	HandshakeStoreError:         "store_error",
+	HandshakeUpgradeFailed:      "upgrade_failed",
+	HandshakeRejectedSessionCap: "rejected_session_cap",
 }
 
 // String returns the label value r is counted under.

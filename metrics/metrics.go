@@ -94,6 +94,7 @@ type Metrics struct {
 	readerPauses prometheus.Counter
 
 	relay relayMetrics
+	caps  capMetrics
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -116,6 +117,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildFrames(b)
 	m.buildDelivery(b)
 	m.buildRelay(b)
+	m.buildSessionCaps(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err
@@ -197,6 +199,11 @@ func (b *builder) counterVec(name, help string, labels ...string) *prometheus.Co
 func (b *builder) gauge(name, help string) prometheus.Gauge {
 	b.name = name
 	return promauto.With(b).NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
+func (b *builder) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	b.name = name
+	return promauto.With(b).NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels)
 }
 
 func (b *builder) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {

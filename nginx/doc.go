@@ -32,6 +32,19 @@
 //     several zones announces the largest. The header's value comes from a
 //     map of $limit_req_status (nginx 1.17.6 or later) that is empty unless
 //     the request was REJECTED, so no other response carries it.
+//   - A zone with max_connections also gets a limit_conn_zone named
+//     <name>-conn (a policy zone name has no "-", so the two never meet)
+//     and limit_conn <name>-conn N on its locations, with
+//     limit_conn_status 429: the (N+1)th connection one client IP holds
+//     open is refused with Retry-After policy.CapRetryAfter, from a map of
+//     $limit_conn_status. For a WebSocket a connection is a session, so
+//     nginx refuses with the same status and the same number as the
+//     wsserver's own session cap.
+//   - The access log writes "$request_method $uri $server_protocol", not
+//     $request: a browser cannot set headers on a WebSocket handshake, so
+//     its token travels as ?access_token=, and the query never reaches
+//     the log. (nginx's error log, at warn, still quotes the request line
+//     when a limit refuses one; keep it where tokens may be.)
 //   - The WebSocket locations proxy to upstream stompgate_ws (least_conn,
 //     since sessions are long-lived) with HTTP/1.1, the Upgrade and
 //     Connection headers, Host, X-Real-IP and X-Forwarded-For, read and send

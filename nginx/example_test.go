@@ -20,7 +20,7 @@ func ExampleRender() {
 	}
 	for _, line := range strings.Split(string(conf), "\n") {
 		line = strings.TrimSpace(line)
-		for _, prefix := range []string{"limit_req", "location", "error_page", "upstream", "server 10.", "REJECTED"} {
+		for _, prefix := range []string{"limit_req", "limit_conn", "location", "error_page", "upstream", "server 10.", "REJECTED"} {
 			if strings.HasPrefix(line, prefix) {
 				fmt.Println(line)
 			}
@@ -32,13 +32,18 @@ func ExampleRender() {
 	// limit_req_zone $stompgate_key_post zone=room_join:10m rate=5r/s;
 	// limit_req_status 429;
 	// limit_req_log_level warn;
+	// limit_conn_zone $stompgate_key_get zone=ws_handshake-conn:10m;
+	// limit_conn_status 429;
+	// limit_conn_log_level warn;
 	// REJECTED    1;
+	// REJECTED    2;
 	// upstream stompgate_ws {
 	// server 10.0.0.1:8080;
 	// server 10.0.0.2:8080;
 	// upstream stompgate_api {
 	// location = /ws {
 	// limit_req zone=ws_handshake burst=5 nodelay;
+	// limit_conn ws_handshake-conn 100;
 	// error_page 429 @stompgate_429_1s;
 	// location = /rooms {
 	// limit_req zone=room_create burst=4 nodelay;

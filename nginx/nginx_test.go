@@ -22,6 +22,7 @@ import (
 	"github.com/coder/websocket"
 	"go.uber.org/goleak"
 
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/policy"
 )
@@ -483,4 +484,139 @@ func (r *recorder) from(ip string) []seenRequest {
 		}
 	}
 	return out
+}
+
+// TestNginxSessionCap holds WebSockets open through nginx from one client
+// address: with max_connections 3, three are proxied, the fourth gets 429
+// with Retry-After policy.CapRetryAfter and the JSON body, another address
+// is not affected, and once one socket closes its slot is free again.
+func TestNginxSessionCap(t *testing.T) {
+	t.Parallel()
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		wg.Add(1)
+		defer wg.Done()
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"v12.stomp"}})
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		_, _, _ = conn.Read(ctx) // hold the socket until the client closes
+	}))
+	t.Cleanup(upstream.Close)
+
+	const capN = 3
+	// A rate far above what the test sends, so that only the cap refuses.
+	p := policy.Policy{Zones: []policy.Zone{{
+		Name: "ws_handshake", Rate: 1000 * 1000, Burst: 100, MaxConnections: capN,
+		Routes: []policy.Route{{Method: "GET", Path: "/ws", Upstream: "ws"}},
+	}}}
+	conf, err := Render(p, testConfig(testnginx.FreePort(t), []string{upstream.Listener.Addr().String()}, nil))
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	srv := testnginx.Start(t, conf)
+	wsURL := "ws://" + srv.Addr + "/ws"
+	capSeconds := int(policy.CapRetryAfter / time.Second)
+
+	c := newClient(t, srv.URL)
+	var open []*websocket.Conn
+	for i := range capN {
+		conn, a := dialThrough(t, c, wsURL)
+		if conn == nil {
+			t.Fatalf("socket %d of %d: status %d %q, want 101", i+1, capN, a.status, a.body)
+		}
+		open = append(open, conn)
+	}
+	conn, a := dialThrough(t, c, wsURL)
+	if conn != nil {
+		t.Fatalf("socket %d: accepted, want 429 at the cap of %d", capN+1, capN)
+	}
+	want429(t, a, fmt.Sprintf("socket %d", capN+1), capSeconds)
+
+	// Another address has its own count.
+	if conn, a := dialThrough(t, newClient(t, srv.URL), wsURL); conn == nil {
+		t.Fatalf("another address: status %d %q, want 101", a.status, a.body)
+	}
+
+	// Closing one socket frees its slot once nginx has seen the close.
+	if err := open[0].Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatalf("Close = %v", err)
+	}
+	poll.Until(t, 10*time.Second, func() error {
+		conn, a := dialThrough(t, c, wsURL)
+		if conn == nil {
+			return fmt.Errorf("after a close: status %d, want 101", a.status)
+		}
+		return nil
+	})
+
+	log := srv.ReadFile("access.log")
+	if !strings.Contains(log, "limit_conn=REJECTED") {
+		t.Errorf("access.log does not show the refusal as limit_conn=REJECTED:\n%s", log)
+	}
+}
+
+// TestNginxAccessLogHidesQuery: a token in the query string, as a browser
+// sends it on a WebSocket handshake, never reaches the access log.
+func TestNginxAccessLogHidesQuery(t *testing.T) {
+	t.Parallel()
+	api := newRecorder(t)
+	conf, err := Render(policy.Default(), testConfig(testnginx.FreePort(t), []string{api.addr()}, []string{api.addr()}))
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	srv := testnginx.Start(t, conf)
+	const secret = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.c2lnbmF0dXJl"
+	c := newClient(t, srv.URL)
+	for _, path := range []string{"/ws?access_token=" + secret, "/rooms?access_token=" + secret + "&x=1", "/other?access_token=" + secret} {
+		c.send(t, "GET", path, nil, 1)
+	}
+	var log string
+	poll.Until(t, 10*time.Second, func() error {
+		log = srv.ReadFile("access.log")
+		if n := strings.Count(log, "\n"); n < 3 {
+			return fmt.Errorf("access.log has %d lines, want 3:\n%s", n, log)
+		}
+		return nil
+	})
+	for _, leak := range []string{secret, "access_token"} {
+		if strings.Contains(log, leak) {
+			t.Errorf("access.log contains %q:\n%s", leak, log)
+		}
+	}
+	for _, want := range []string{`"GET /ws HTTP/1.1"`, `"GET /rooms HTTP/1.1"`, `"GET /other HTTP/1.1"`} {
+		if !strings.Contains(log, want) {
+			t.Errorf("access.log lacks %s:\n%s", want, log)
+		}
+	}
+}
+
+// dialThrough opens a WebSocket to url from c's address. It returns the
+// connection, closed when the test ends, or nil and the refusal.
+func dialThrough(t *testing.T, c *client, url string) (*websocket.Conn, answer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: c.http, Subprotocols: []string{"v12.stomp"}})
+	if err == nil {
+		t.Cleanup(func() { _ = conn.CloseNow() })
+		return conn, answer{status: resp.StatusCode}
+	}
+	if resp == nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	return nil, answer{
+		status:      resp.StatusCode,
+		retryAfter:  resp.Header.Values("Retry-After"),
+		contentType: resp.Header.Get("Content-Type"),
+		body:        string(body),
+	}
 }

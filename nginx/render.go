@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/stompgate/stompgate/policy"
 )
@@ -38,6 +39,19 @@ const (
 // A zone whose routes name a Method is keyed by a map of $request_method
 // that yields an empty key for other methods, because nginx does not count
 // requests with an empty key and limit_req cannot be placed inside if.
+//
+// A zone with MaxConnections also gets a limit_conn_zone, named
+// <name>-conn (policy zone names cannot hold "-", so it never meets a
+// limit_req zone's name), and limit_conn <name>-conn <n> on each of its
+// locations, with limit_conn_status 429: nginx then refuses the (n+1)th
+// connection one client IP holds open, as the wsserver does, with
+// Retry-After policy.CapRetryAfter (a map of $limit_conn_status, nginx
+// 1.17.6 or later).
+//
+// The access log writes the method, $uri (the path, without its query)
+// and protocol instead of the request line: browsers cannot set headers on
+// a WebSocket handshake, so a token travels as ?access_token=, and it must
+// not land in a log.
 //
 // Retry-After is the number of seconds in which the zone's rate earns one
 // request back, ceil(1000/Rate), at least 1. A location limited by several
@@ -73,11 +87,15 @@ type renderData struct {
 	RlimitNofile    int
 	TempPaths       []tempPath
 	Zones           []zoneData
+	ConnZones       []connZone
 	KeyMaps         []keyMap
 	RetryAfters     []int
-	Locations       []*location
-	WSUpstream      string
-	APIUpstream     string
+	// CapRetryAfter is the Retry-After of a limit_conn refusal, in
+	// seconds; 0 when no zone caps connections.
+	CapRetryAfter int
+	Locations     []*location
+	WSUpstream    string
+	APIUpstream   string
 }
 
 // tempPath is one *_temp_path directive.
@@ -91,6 +109,15 @@ type zoneData struct {
 	Burst                 int
 	Routes                string
 }
+
+// connZone is one limit_conn_zone.
+type connZone struct {
+	Name, Key, Size, Zone string
+	Max                   int
+}
+
+// connZoneSuffix names a zone's limit_conn_zone after its limit_req_zone.
+const connZoneSuffix = "-conn"
 
 // keyMap maps $request_method to the client address for one method.
 type keyMap struct {
@@ -107,6 +134,8 @@ type location struct {
 	WebSocket bool
 	// Limits are the limit_req directives.
 	Limits []limit
+	// ConnLimits are the limit_conn directives.
+	ConnLimits []connZone
 	// RetryAfter is the Retry-After of 429 answers here, in seconds; 0 when
 	// the location is not limited.
 	RetryAfter int
@@ -167,6 +196,15 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 			Routes: strings.Join(routes, ", "),
 		})
 
+		var conn *connZone
+		if z.MaxConnections > 0 {
+			d.ConnZones = append(d.ConnZones, connZone{
+				Name: z.Name + connZoneSuffix, Key: key, Size: size, Zone: z.Name, Max: z.MaxConnections,
+			})
+			conn = &d.ConnZones[len(d.ConnZones)-1]
+			d.CapRetryAfter = int((policy.CapRetryAfter + time.Second - 1) / time.Second)
+		}
+
 		retry := retryAfterSeconds(z.Rate)
 		for _, r := range z.Routes {
 			match := locationMatch(r.Path)
@@ -182,6 +220,9 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 			}
 			loc.Routes = append(loc.Routes, fmt.Sprintf("%s (%s)", r, z.Name))
 			loc.Limits = append(loc.Limits, limit{Zone: z.Name, Rate: z.Rate.String(), Burst: z.Burst})
+			if conn != nil {
+				loc.ConnLimits = append(loc.ConnLimits, *conn)
+			}
 			loc.RetryAfter = max(loc.RetryAfter, retry)
 		}
 	}

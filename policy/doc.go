@@ -25,6 +25,18 @@
 // one integer, with no rounding between them. ParseRate refuses rates nginx
 // would round.
 //
+// # Session caps
+//
+// A Zone's MaxConnections is nginx's limit_conn model
+// (ngx_http_limit_conn_module, limit_conn_zone and limit_conn): at most N
+// connections of one key are open at once; the (N+1)th is refused with 429
+// and Retry-After CapRetryAfter until one of them closes. For a WebSocket
+// a connection is a session, so the cap bounds what one address can make
+// the servers hold, and with the per-session message limit L what it can
+// make them deliver: at most N × L messages per window. The wsserver
+// enforces the cap of its handshake zone too, across every instance, so a
+// deployment without nginx is held to the same number.
+//
 // # Policy files
 //
 // Parse and Load read YAML; the compiled-in Default is the embedded

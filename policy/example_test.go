@@ -9,12 +9,12 @@ import (
 func ExampleDefault() {
 	p := policy.Default()
 	for _, z := range p.Zones {
-		fmt.Printf("%-12s %s burst %-2d %v\n", z.Name, z.Rate, z.Burst, z.Routes)
+		fmt.Printf("%-12s %s burst %-2d max open %-3d %v\n", z.Name, z.Rate, z.Burst, z.MaxConnections, z.Routes)
 	}
 	// Output:
-	// ws_handshake 3r/s burst 5  [GET /ws]
-	// room_create  2r/s burst 4  [POST /rooms]
-	// room_join    5r/s burst 10 [POST /rooms/{id}/join]
+	// ws_handshake 3r/s burst 5  max open 100 [GET /ws]
+	// room_create  2r/s burst 4  max open 0   [POST /rooms]
+	// room_join    5r/s burst 10 max open 0   [POST /rooms/{id}/join]
 }
 
 func ExampleParse() {

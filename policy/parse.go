@@ -13,7 +13,7 @@ import (
 // Parse parses a policy document in YAML and validates it.
 //
 // The document is one mapping with a single field, zones: a list of zones
-// with the fields name, key, rate, burst, size and routes, each route with
+// with the fields name, key, rate, burst, max_connections, size and routes, each route with
 // method, path and upstream (see default.yaml, and Zone and Route for what
 // the fields mean). Parsing is strict: an unknown or repeated field, a value
 // of the wrong kind or a second document is an error that gives the line
@@ -111,7 +111,7 @@ func decodeZone(n *yaml.Node, i int) (Zone, error) {
 			}
 		}
 	}
-	fs, err := fields(n, where, "name", "key", "rate", "burst", "size", "routes")
+	fs, err := fields(n, where, "name", "key", "rate", "burst", "max_connections", "size", "routes")
 	if err != nil {
 		return Zone{}, err
 	}
@@ -137,6 +137,11 @@ func decodeZone(n *yaml.Node, i int) (Zone, error) {
 	if bn := fs["burst"]; bn != nil {
 		if bn.Kind != yaml.ScalarNode || bn.ShortTag() != "!!int" || bn.Decode(&z.Burst) != nil {
 			return Zone{}, invalidf("line %d: %sburst %q is not a whole number", bn.Line, where, bn.Value)
+		}
+	}
+	if mn := fs["max_connections"]; mn != nil {
+		if mn.Kind != yaml.ScalarNode || mn.ShortTag() != "!!int" || mn.Decode(&z.MaxConnections) != nil {
+			return Zone{}, invalidf("line %d: %smax_connections %q is not a whole number", mn.Line, where, mn.Value)
 		}
 	}
 	if rn := fs["routes"]; rn != nil && !isNull(rn) {

@@ -170,6 +170,28 @@ zones:
 			wantErr: `policy: zone "a": rate 0r/s is not positive`,
 		},
 		{
+			name: "max connections",
+			in: `zones:
+  - {name: ws, rate: 3r/s, max_connections: 4, routes: [{method: GET, path: /ws, upstream: ws}]}
+`,
+			want: Policy{Zones: []Zone{{Name: "ws", Key: "client_ip", Rate: 3000, MaxConnections: 4, Size: "10m",
+				Routes: []Route{{Method: "GET", Path: "/ws", Upstream: "ws"}}}}},
+		},
+		{
+			name: "max connections not a number",
+			in: `zones:
+  - {name: ws, rate: 3r/s, max_connections: many, routes: [{method: GET, path: /ws, upstream: ws}]}
+`,
+			wantErr: `policy: line 2: zone "ws": max_connections "many" is not a whole number`,
+		},
+		{
+			name: "negative max connections reaches Validate",
+			in: `zones:
+  - {name: ws, rate: 3r/s, max_connections: -2, routes: [{method: GET, path: /ws, upstream: ws}]}
+`,
+			wantErr: `policy: zone "ws": max_connections -2 is negative`,
+		},
+		{
 			name: "second document",
 			in: `zones:
   - {name: a, rate: 1r/s, routes: [{path: /a, upstream: api}]}

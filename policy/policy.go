@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Names of the zones in the default policy, for code that looks them up
@@ -46,6 +47,20 @@ const DefaultSize = "10m"
 // milli-request unit as Rate; the bound keeps it far from overflow, and a
 // burst this large is no limit at all.
 const MaxBurst = 1_000_000
+
+// MaxMaxConnections is the largest MaxConnections accepted: nginx's
+// limit_conn refuses a number above 65535.
+const MaxMaxConnections = 65535
+
+// CapRetryAfter is the Retry-After of a connection refused because its key
+// already holds MaxConnections sessions, in the rendered nginx
+// configuration and in the wsserver alike. A session cap frees a slot when
+// a session ends, which no rate predicts; the refusal a person meets at
+// the cap is mostly a page reload whose new socket arrives before the old
+// one's close, which the server sees within a round trip, so a retry 2
+// seconds later passes, and a client that obeys it costs less than the
+// handshake rate allows.
+const CapRetryAfter = 2 * time.Second
 
 // minSizeBytes is the smallest zone nginx accepts: eight memory pages of
 // 4 KiB ("zone is too small" below that).
@@ -96,6 +111,13 @@ type Zone struct {
 	// Burst is how many requests above Rate a key may send at once before
 	// being refused. Zero allows no excess; negative is invalid.
 	Burst int
+	// MaxConnections caps the sessions (nginx: connections being
+	// processed) each key may hold open at once on the zone's routes:
+	// rendered for nginx as limit_conn_zone and limit_conn, and enforced
+	// by the wsserver on the WebSocket handshake zone across all its
+	// instances. A refusal is 429 with Retry-After CapRetryAfter. Zero
+	// means no cap; negative or above MaxMaxConnections is invalid.
+	MaxConnections int
 	// Size is the zone's shared memory in nginx size syntax ("10m",
 	// "512k"), at least 32k. Empty means DefaultSize.
 	Size string
@@ -125,9 +147,9 @@ var defaultPolicy = sync.OnceValues(func() (Policy, error) {
 // Default returns the compiled-in policy, parsed from the embedded
 // default.yaml:
 //
-//	ws_handshake  3r/s  burst 5   GET  /ws               → ws
-//	room_create   2r/s  burst 4   POST /rooms            → api
-//	room_join     5r/s  burst 10  POST /rooms/{id}/join  → api
+//	ws_handshake  3r/s  burst 5   max 100 open  GET  /ws               → ws
+//	room_create   2r/s  burst 4                 POST /rooms            → api
+//	room_join     5r/s  burst 10                POST /rooms/{id}/join  → api
 //
 // Each call returns a fresh copy that the caller may modify. The package's
 // tests parse default.yaml, so Default can only panic in a binary built from
@@ -195,7 +217,8 @@ var (
 //   - Key is empty or KeyClientIP, Size is empty or an nginx size of at
 //     least 32k;
 //   - Rate is positive, at most MaxRate and exact in nginx syntax; Burst is
-//     between 0 and MaxBurst;
+//     between 0 and MaxBurst; MaxConnections between 0 and
+//     MaxMaxConnections;
 //   - each zone has routes, all with the same Method (nginx evaluates a
 //     zone's key once per request, so "POST only" must hold for the whole
 //     zone), no route is repeated within a zone, paths are well formed, and
@@ -263,6 +286,12 @@ func (z Zone) validate() error {
 		return errf("burst %d is negative", z.Burst)
 	case z.Burst > MaxBurst:
 		return errf("burst %d is above the maximum %d", z.Burst, MaxBurst)
+	}
+	switch {
+	case z.MaxConnections < 0:
+		return errf("max_connections %d is negative", z.MaxConnections)
+	case z.MaxConnections > MaxMaxConnections:
+		return errf("max_connections %d is above nginx's maximum %d", z.MaxConnections, MaxMaxConnections)
 	}
 	if z.Size != "" {
 		if err := checkSize(z.Size); err != nil {

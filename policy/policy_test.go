@@ -14,7 +14,7 @@ import (
 // state it.
 var documented = Policy{Zones: []Zone{
 	{
-		Name: "ws_handshake", Key: "client_ip", Rate: 3000, Burst: 5, Size: "10m",
+		Name: "ws_handshake", Key: "client_ip", Rate: 3000, Burst: 5, MaxConnections: 100, Size: "10m",
 		Routes: []Route{{Method: "GET", Path: "/ws", Upstream: "ws"}},
 	},
 	{
@@ -102,6 +102,17 @@ func TestValidate(t *testing.T) {
 		{name: "burst zero", policy: Policy{Zones: []Zone{zone(func(z *Zone) { z.Burst = 0 })}}},
 		{name: "size in k", policy: Policy{Zones: []Zone{zone(func(z *Zone) { z.Size = "32k" })}}},
 		{name: "per minute rate", policy: Policy{Zones: []Zone{zone(func(z *Zone) { z.Rate = 500 })}}},
+		{name: "max connections", policy: Policy{Zones: []Zone{zone(func(z *Zone) { z.MaxConnections = MaxMaxConnections })}}},
+		{
+			name:    "negative max connections",
+			policy:  Policy{Zones: []Zone{zone(func(z *Zone) { z.MaxConnections = -1 })}},
+			wantErr: `policy: zone "z": max_connections -1 is negative`,
+		},
+		{
+			name:    "huge max connections",
+			policy:  Policy{Zones: []Zone{zone(func(z *Zone) { z.MaxConnections = MaxMaxConnections + 1 })}},
+			wantErr: `policy: zone "z": max_connections 65536 is above nginx's maximum 65535`,
+		},
 		{
 			name: "same path two zones same upstream",
 			policy: Policy{Zones: []Zone{

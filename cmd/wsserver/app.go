@@ -17,6 +17,7 @@ import (
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/sessioncap"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 	"github.com/stompgate/stompgate/web"
@@ -34,7 +35,9 @@ type app struct {
 	relay    *relay.Relay // nil without -relay
 	// jwks is the key set of -jwt-jwks-url, fetched in the background
 	// until close; nil without it.
-	jwks *interceptor.JWKS
+	jwks     *interceptor.JWKS
+	caps     *sessioncap.Limiter
+	capStore *sessioncap.RedisStore // nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -88,7 +91,11 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
-	chain, err := newChain(st, obs, a.limiter, keys, logger)
+	if err := a.newSessionCaps(st, logger); err != nil {
+		a.close()
+		return nil, err
+	}
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, logger)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -131,12 +138,17 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		a.close()
 		return nil, err
 	}
+	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
 	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
 		Limiter:        a.limiter,
 		Limit:          lim,
 		TrustedProxies: trusted,
 		Logger:         logger,
-	}, a.stomp)
+	}, capped)
 	if err != nil {
 		a.close()
 		return nil, err
@@ -162,12 +174,12 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// session limiter, metrics. bans is the handshake limiter: the LimitStage
+// per-principal session cap (caps), session limiter, metrics. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
-// -jwt-jwks-url.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys interceptor.KeySource, logger *slog.Logger) (*interceptor.Chain, error) {
+// -jwt-jwks-url. caps holds the per-principal session cap.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys interceptor.KeySource, caps *sessioncap.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
 		JWTSecret: []byte(st.jwtSecret),
 		Keys:      keys,
@@ -193,7 +205,16 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys intercep
 	if err != nil {
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
 	}
-	return interceptor.NewChain(obs, principal, limit), nil
+	stages := []interceptor.Stage{principal}
+	capStage, err := principalCapStage(st, caps)
+	if err != nil {
+		return nil, err
+	}
+	if capStage != nil {
+		stages = append(stages, capStage)
+	}
+	stages = append(stages, limit)
+	return interceptor.NewChain(obs, stages...), nil
 }
 
 // newBroker returns the broker and, with -relay redis, the relay wired to
@@ -227,6 +248,10 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 func (a *app) close() {
 	if a.jwks != nil {
 		a.jwks.Close()
+	}
+	a.closeSessionCaps()
+	if a.limiter != nil {
+		_ = a.limiter.Close()
 	}
 	if a.relay != nil {
 		_ = a.relay.Close()

@@ -29,6 +29,7 @@ func (s *settings) validate() error {
 		{"control-limit", s.controlLimit, 1},
 		{"send-limit", s.sendLimit, 1},
 		{"abuse-drops", s.abuseDrops, 0},
+		{"max-sessions-per-principal", s.maxSessionsPerPrincipal, 0},
 	} {
 		if c.v < c.min {
 			if c.min == 0 {
@@ -53,6 +54,7 @@ func (s *settings) validate() error {
 		{"send-window", s.sendWindow, true},
 		{"abuse-window", s.abuseWindow, true},
 		{"abuse-ban", s.abuseBan, false},
+		{"session-lease-ttl", s.sessionLeaseTTL, true},
 	} {
 		switch {
 		case c.positive && c.v <= 0:

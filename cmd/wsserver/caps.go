@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/sessioncap"
+)
+
+// The session caps: how many sessions one client IP (the policy's
+// max_connections on the WebSocket zone) and one authenticated principal
+// (-max-sessions-per-principal) hold open at once, across every instance
+// sharing -redis-url, or per instance without it.
+
+// newSessionCaps builds the caps' Limiter: leases in Redis when the app
+// has a Redis client, process memory otherwise, failing as -limiter-fail
+// says. It sets a.caps (and a.capStore with Redis).
+func (a *app) newSessionCaps(st *settings, logger *slog.Logger) error {
+	obs := capObserver{a.metrics}
+	cfg := sessioncap.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
+	if a.redis != nil {
+		rs, err := sessioncap.NewRedisStore(sessioncap.RedisConfig{
+			Client:   a.redis,
+			LeaseTTL: st.sessionLeaseTTL,
+			Observer: obs,
+			Logger:   logger,
+		})
+		if err != nil {
+			return fmt.Errorf("-session-lease-ttl: %w", err)
+		}
+		a.capStore = rs
+		cfg.Redis = rs
+	}
+	l, err := sessioncap.New(cfg)
+	if err != nil {
+		return err
+	}
+	a.caps = l
+	return nil
+}
+
+// capHandshakes puts the per-IP cap of zone in front of next (the STOMP
+// server), or returns next when the zone sets no max_connections.
+func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, logger *slog.Logger, next http.Handler) (http.Handler, error) {
+	if zone.MaxConnections == 0 {
+		return next, nil
+	}
+	return sessioncap.Middleware(sessioncap.MiddlewareConfig{
+		Limiter:        a.caps,
+		Zone:           zone.Name,
+		Max:            zone.MaxConnections,
+		TrustedProxies: trusted,
+		Logger:         logger,
+	}, next)
+}
+
+// principalCapStage is the per-principal cap for the chain, right after
+// the principal stage, or nil with -max-sessions-per-principal 0.
+func principalCapStage(st *settings, caps *sessioncap.Limiter) (interceptor.Stage, error) {
+	if st.maxSessionsPerPrincipal == 0 {
+		return nil, nil
+	}
+	s, err := sessioncap.NewPrincipalStage(sessioncap.PrincipalConfig{Limiter: caps, Max: st.maxSessionsPerPrincipal})
+	if err != nil {
+		return nil, fmt.Errorf("-max-sessions-per-principal: %w", err)
+	}
+	return s, nil
+}
+
+// closeSessionCaps stops the caps' probe and lease renewer. Call it after
+// the sessions have ended (and released their slots).
+func (a *app) closeSessionCaps() {
+	if a.caps != nil {
+		_ = a.caps.Close()
+	}
+	if a.capStore != nil {
+		_ = a.capStore.Close()
+	}
+}
+
+// capObserver adapts metrics.Metrics to sessioncap.Observer. A refusal
+// at the per-IP cap is a handshake result; one at the per-principal cap is
+// counted when the server closes the session (reason session_cap).
+type capObserver struct{ m *metrics.Metrics }
+
+var _ sessioncap.Observer = capObserver{}
+
+func (o capObserver) Decision(scope string, d sessioncap.Decision) {
+	switch {
+	case d.Allowed:
+		o.m.SessionCapAcquired(capScope(scope))
+	case scope != sessioncap.ScopeIP:
+	case d.Store == sessioncap.StoreNone:
+		o.m.Handshake(metrics.HandshakeStoreError)
+	default:
+		o.m.Handshake(metrics.HandshakeRejectedSessionCap)
+	}
+}
+
+func (o capObserver) Released(scope string) { o.m.SessionCapReleased(capScope(scope)) }
+func (o capObserver) Fallback(active bool)  { o.m.SetSessionCapFallback(active) }
+func (o capObserver) StoreError(error)      { o.m.SessionCapStoreError() }
+func (o capObserver) LeasesRestored(n int)  { o.m.SessionCapLeasesRestored(n) }
+
+func capScope(scope string) metrics.CapScope {
+	switch scope {
+	case sessioncap.ScopeIP:
+		return metrics.CapScopeIP
+	case sessioncap.ScopePrincipal:
+		return metrics.CapScopePrincipal
+	}
+	return metrics.CapScopeOther
+}

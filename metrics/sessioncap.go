@@ -1,0 +1,116 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// CapScope is the scope label of the session cap metrics: what a cap
+// counts sessions by.
+type CapScope uint8
+
+// The session cap scopes. A value outside this list is counted as
+// "other".
+const (
+	// CapScopeOther is a scope this package does not name.
+	CapScopeOther CapScope = iota
+	// CapScopeIP: sessions per client IP, checked at the handshake.
+	CapScopeIP
+	// CapScopePrincipal: sessions per authenticated principal, checked at
+	// CONNECT.
+	CapScopePrincipal
+
+	numCapScopes = iota
+)
+
+var capScopeLabels = [numCapScopes]string{
+	CapScopeOther:     labelOther,
+	CapScopeIP:        "ip",
+	CapScopePrincipal: "principal",
+}
+
+// String returns the label value s is counted under.
+func (s CapScope) String() string {
+	if int(s) >= numCapScopes {
+		return labelOther
+	}
+	return capScopeLabels[s]
+}
+
+// capMetrics are the session caps' collectors. Refusals are counted
+// where the client sees them: stompgate_handshakes_total{result=
+// "rejected_session_cap"} for the per-IP cap and
+// stompgate_sessions_closed_total{reason="session_cap"} for the
+// per-principal one.
+type capMetrics struct {
+	leases      [numCapScopes]prometheus.Gauge
+	storeErrors prometheus.Counter
+	restored    prometheus.Counter
+	fallback    prometheus.Gauge
+}
+
+func (m *Metrics) buildSessionCaps(b *builder) {
+	leases := b.gaugeVec("stompgate_session_cap_leases",
+		"Session slots this instance holds in the session caps, by scope (ip, principal).", "scope")
+	for s, l := range capScopeLabels {
+		m.caps.leases[s] = leases.WithLabelValues(l)
+	}
+	m.caps.storeErrors = b.counter("stompgate_session_cap_store_errors_total",
+		"Redis calls of the session caps that failed (acquire, release, renewal, probe).")
+	m.caps.restored = b.counter("stompgate_session_cap_leases_restored_total",
+		"Session leases that renewal found missing in Redis (restarted empty, or out of reach longer than the lease TTL) and wrote back.")
+	m.caps.fallback = b.gauge("stompgate_session_cap_fallback",
+		"1 while the session caps count this instance's sessions only because Redis is unreachable, else 0.")
+}
+
+// SessionCapAcquired counts a slot taken in scope
+// (stompgate_session_cap_leases{scope} up by one).
+func (m *Metrics) SessionCapAcquired(s CapScope) {
+	if m == nil {
+		return
+	}
+	if int(s) >= numCapScopes {
+		s = CapScopeOther
+	}
+	m.caps.leases[s].Inc()
+}
+
+// SessionCapReleased counts a slot given back in scope
+// (stompgate_session_cap_leases{scope} down by one).
+func (m *Metrics) SessionCapReleased(s CapScope) {
+	if m == nil {
+		return
+	}
+	if int(s) >= numCapScopes {
+		s = CapScopeOther
+	}
+	m.caps.leases[s].Dec()
+}
+
+// SessionCapStoreError counts a failed Redis call of the session caps
+// (stompgate_session_cap_store_errors_total).
+func (m *Metrics) SessionCapStoreError() {
+	if m == nil {
+		return
+	}
+	m.caps.storeErrors.Inc()
+}
+
+// SessionCapLeasesRestored counts n leases written back by renewal
+// (stompgate_session_cap_leases_restored_total). n <= 0 counts nothing.
+func (m *Metrics) SessionCapLeasesRestored(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.caps.restored.Add(float64(n))
+}
+
+// SetSessionCapFallback sets stompgate_session_cap_fallback to 1 while the
+// session caps run without Redis, 0 when they are back on it.
+func (m *Metrics) SetSessionCapFallback(active bool) {
+	if m == nil {
+		return
+	}
+	if active {
+		m.caps.fallback.Set(1)
+	} else {
+		m.caps.fallback.Set(0)
+	}
+}

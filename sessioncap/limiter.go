@@ -1,0 +1,336 @@
+package sessioncap
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Scopes of a cap: what its keys name. Each is a bounded metric label.
+const (
+	// ScopeIP keys a cap by zone and client IP (the Middleware).
+	ScopeIP = "ip"
+	// ScopePrincipal keys a cap by principal name (the PrincipalStage).
+	ScopePrincipal = "principal"
+)
+
+// Stores that answer a Decision.
+const (
+	// StoreRedis: the shared lease sets in Redis decided.
+	StoreRedis = "redis"
+	// StoreMemory: this instance's own count decided (no Redis, or Redis
+	// unreachable and fail-open).
+	StoreMemory = "memory"
+	// StoreNone: Redis was unreachable and the Limiter fails closed, so
+	// the session was refused undecided.
+	StoreNone = "none"
+)
+
+// DefaultRetryInterval is the default Config.RetryInterval.
+const DefaultRetryInterval = time.Second
+
+// Decision is the answer to one Acquire.
+type Decision struct {
+	// Allowed is true when a slot was taken: the session may start, and
+	// its Lease must be released when it ends.
+	Allowed bool
+	// Held is how many sessions the key held before this one, as the
+	// deciding store counted them; 0 with StoreNone.
+	Held int
+	// Store is StoreRedis, StoreMemory or StoreNone.
+	Store string
+}
+
+// Lease is a slot held for one session. The zero Lease holds nothing;
+// releasing it does nothing.
+type Lease struct {
+	scope string
+	key   string // scope:name, as the stores see it
+	id    string // the Redis lease id; empty when Redis did not decide
+}
+
+// Held reports whether l holds a slot.
+func (l Lease) Held() bool { return l.key != "" }
+
+// Observer is told about decisions, releases and the fallback state, for
+// metrics. Its methods are called synchronously and must be fast and safe
+// for concurrent use. It includes RedisObserver so that one value can
+// serve the Limiter and its RedisStore.
+type Observer interface {
+	RedisObserver
+	// Decision reports one Acquire of scope.
+	Decision(scope string, d Decision)
+	// Released reports that a slot of scope was given back.
+	Released(scope string)
+	// Fallback reports entering (true) or leaving (false) fallback mode.
+	Fallback(active bool)
+}
+
+// Config configures a Limiter. The zero value works: sessions are counted
+// in process memory only.
+type Config struct {
+	// Redis holds the shared leases. Nil means no Redis: each instance
+	// counts its own sessions.
+	Redis *RedisStore
+	// FailClosed refuses every session (Decision.Store StoreNone) while
+	// Redis is unreachable, instead of deciding on this instance's own
+	// count.
+	FailClosed bool
+	// RetryInterval is how often, at most, one Acquire tries Redis again
+	// in fallback mode, and how often the background probe PINGs it. Zero
+	// means DefaultRetryInterval; negative is an error.
+	RetryInterval time.Duration
+	// Logger receives a Warn when fallback mode starts and an Info when it
+	// ends. Nil means slog.Default().
+	Logger *slog.Logger
+	// Observer, if not nil, is told about decisions, releases and
+	// fallback changes.
+	Observer Observer
+	// Now is the clock of RetryInterval. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Limiter takes and gives back session slots: in Redis when it answers,
+// on this instance's own count (or by refusing, with FailClosed) when it
+// does not. It always keeps the instance's own count, of every session it
+// admitted, so that in fallback mode the cap still holds on this
+// instance. See the package documentation.
+//
+// A Limiter is safe for concurrent use. Create it with New and Close it
+// after its sessions ended.
+type Limiter struct {
+	redis         *RedisStore
+	memory        *MemoryStore
+	failClosed    bool
+	retryInterval time.Duration
+	logger        *slog.Logger
+	observer      Observer
+	now           func() time.Time
+
+	// fallback is set while Redis is considered down.
+	fallback atomic.Bool
+	// nextProbe is the time (Unix ns) from which, in fallback mode, the
+	// next Acquire or the probe may try Redis.
+	nextProbe atomic.Int64
+
+	stop   chan struct{}
+	probes sync.WaitGroup
+	// probeMu guards probing and closed.
+	probeMu sync.Mutex
+	probing bool
+	closed  bool
+}
+
+// New returns a Limiter configured by cfg.
+func New(cfg Config) (*Limiter, error) {
+	if cfg.RetryInterval < 0 {
+		return nil, configErrorf("Config.RetryInterval %v is negative", cfg.RetryInterval)
+	}
+	if cfg.RetryInterval == 0 {
+		cfg.RetryInterval = DefaultRetryInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Limiter{
+		redis:         cfg.Redis,
+		memory:        NewMemoryStore(),
+		failClosed:    cfg.FailClosed,
+		retryInterval: cfg.RetryInterval,
+		logger:        cfg.Logger,
+		observer:      cfg.Observer,
+		now:           cfg.Now,
+		stop:          make(chan struct{}),
+	}, nil
+}
+
+// Acquire takes a slot of name under scope if it holds fewer than max
+// sessions. It returns an error only for an empty name, a max below 1, or
+// when ctx ended; Redis failures are handled by falling back. A Lease
+// whose Decision is allowed must be given to Release when its session
+// ends.
+func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lease, Decision, error) {
+	if name == "" {
+		return Lease{}, Decision{}, ErrEmptyKey
+	}
+	if max < 1 {
+		return Lease{}, Decision{}, ErrInvalidMax
+	}
+	key := scope + ":" + name
+	if l.redis != nil && (!l.fallback.Load() || l.probeDue(l.now())) {
+		id, held, ok, err := l.redis.Acquire(ctx, key, max)
+		if err == nil {
+			l.leaveFallback()
+			d := Decision{Allowed: ok, Held: held, Store: StoreRedis}
+			l.observer.Decision(scope, d)
+			if !ok {
+				return Lease{}, d, nil
+			}
+			l.memory.Add(key)
+			return Lease{scope: scope, key: key, id: id}, d, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return Lease{}, Decision{}, ctxErr
+		}
+		l.redisFailed(err)
+	}
+	if l.redis != nil && l.failClosed {
+		d := Decision{Store: StoreNone}
+		l.observer.Decision(scope, d)
+		return Lease{}, d, nil
+	}
+	held, ok := l.memory.TryAcquire(key, max)
+	d := Decision{Allowed: ok, Held: held, Store: StoreMemory}
+	l.observer.Decision(scope, d)
+	if !ok {
+		return Lease{}, d, nil
+	}
+	return Lease{scope: scope, key: key}, d, nil
+}
+
+// Release gives back the slot lease holds. The Redis part is bounded by
+// RedisConfig.Timeout; if it fails the lease, no longer renewed, expires
+// within the lease TTL. Releasing the zero Lease does nothing; a Lease
+// must be released once.
+func (l *Limiter) Release(lease Lease) {
+	if !lease.Held() {
+		return
+	}
+	l.memory.Release(lease.key)
+	l.observer.Released(lease.scope)
+	if lease.id == "" || l.redis == nil {
+		return
+	}
+	if err := l.redis.Release(context.Background(), lease.key, lease.id); err != nil {
+		l.observer.StoreError(err)
+	}
+}
+
+// Held returns how many sessions this instance holds for name under
+// scope.
+func (l *Limiter) Held(scope, name string) int {
+	return l.memory.Held(scope + ":" + name)
+}
+
+// InFallback reports whether the Limiter is in fallback mode: Redis is
+// configured but failed its last call.
+func (l *Limiter) InFallback() bool { return l.fallback.Load() }
+
+// Close stops the background probe and waits for it. It neither releases
+// leases nor closes the RedisStore. Close is idempotent and returns nil.
+func (l *Limiter) Close() error {
+	l.probeMu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.stop)
+	}
+	l.probeMu.Unlock()
+	l.probes.Wait()
+	return nil
+}
+
+// redisFailed records a Redis failure and enters fallback mode.
+func (l *Limiter) redisFailed(err error) {
+	l.observer.StoreError(err)
+	l.nextProbe.Store(l.now().Add(l.retryInterval).UnixNano())
+	if !l.fallback.CompareAndSwap(false, true) {
+		return
+	}
+	mode := "counting this instance's sessions only"
+	if l.failClosed {
+		mode = "refusing every new session (fail closed)"
+	}
+	l.logger.Warn("sessioncap: redis unavailable, entering fallback mode: "+mode,
+		"err", err, "retry_interval", l.retryInterval)
+	l.observer.Fallback(true)
+	l.startProbe()
+}
+
+// leaveFallback ends fallback mode if the Limiter is in it.
+func (l *Limiter) leaveFallback() {
+	if l.fallback.CompareAndSwap(true, false) {
+		l.logger.Info("sessioncap: redis answers again, leaving fallback mode")
+		l.observer.Fallback(false)
+	}
+}
+
+// probeDue reports whether this call should try Redis in fallback mode;
+// at most one per RetryInterval gets true.
+func (l *Limiter) probeDue(now time.Time) bool {
+	next := l.nextProbe.Load()
+	if now.UnixNano() < next {
+		return false
+	}
+	return l.nextProbe.CompareAndSwap(next, now.Add(l.retryInterval).UnixNano())
+}
+
+// startProbe starts the background probe unless it runs or the Limiter
+// is closed.
+func (l *Limiter) startProbe() {
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if l.probing || l.closed {
+		return
+	}
+	l.probing = true
+	l.probes.Add(1)
+	go l.probe()
+}
+
+// probe PINGs Redis every RetryInterval while in fallback mode, unless an
+// Acquire tried it within the interval, and leaves fallback mode on the
+// first answer, so that the fallback gauge comes back to 0 when no
+// session starts. It returns when fallback mode ended or on Close.
+func (l *Limiter) probe() {
+	defer l.probes.Done()
+	t := time.NewTicker(l.retryInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			l.endProbe(true)
+			return
+		case <-t.C:
+		}
+		if l.fallback.Load() && l.probeDue(l.now()) {
+			if err := l.redis.Ping(context.Background()); err != nil {
+				l.observer.StoreError(err)
+			} else {
+				l.leaveFallback()
+			}
+		}
+		if l.endProbe(false) {
+			return
+		}
+	}
+}
+
+// endProbe marks the probe ended and reports true when forced or when
+// the Limiter is out of fallback mode or closed; checked under probeMu so
+// that a startProbe racing with the end is never lost.
+func (l *Limiter) endProbe(force bool) bool {
+	l.probeMu.Lock()
+	defer l.probeMu.Unlock()
+	if !force && l.fallback.Load() && !l.closed {
+		return false
+	}
+	l.probing = false
+	return true
+}
+
+// nopObserver is the Observer used when none is configured.
+type nopObserver struct{}
+
+func (nopObserver) Decision(string, Decision) {}
+func (nopObserver) Released(string)           {}
+func (nopObserver) Fallback(bool)             {}
+func (nopObserver) StoreError(error)          {}
+func (nopObserver) LeasesRestored(int)        {}

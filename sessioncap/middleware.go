@@ -1,0 +1,129 @@
+package sessioncap
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/server"
+)
+
+// DefaultRetryAfter is the default MiddlewareConfig.RetryAfter: the
+// policy's CapRetryAfter, which the rendered nginx configuration announces
+// too (see its reasoning there).
+const DefaultRetryAfter = policy.CapRetryAfter
+
+// DefaultAcquireTimeout bounds one Acquire made for a handshake or a
+// CONNECT beyond the Redis call's own timeout: a session is never held
+// longer than this waiting for its slot.
+const DefaultAcquireTimeout = time.Second
+
+// unknownClientKey is the key of requests whose peer is not an IP address
+// (a Unix socket without a trusted proxy in front): they share one cap, as
+// they share one handshake bucket.
+const unknownClientKey = "unknown"
+
+// MiddlewareConfig configures Middleware. Limiter, Zone and Max are
+// required.
+type MiddlewareConfig struct {
+	// Limiter takes and gives back the slots.
+	Limiter *Limiter
+	// Zone names the cap (the policy zone, "ws_handshake"); each zone
+	// counts separately.
+	Zone string
+	// Max is the most sessions one client IP may hold open at once: the
+	// zone's max_connections. It must be at least 1.
+	Max int
+	// RetryAfter is announced on a refusal, rounded up to whole seconds.
+	// Zero means DefaultRetryAfter; negative is an error.
+	RetryAfter time.Duration
+	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
+	// are believed when no handshake middleware in front has already put
+	// the client address in the request's context (handshake.ClientIPFrom).
+	TrustedProxies []netip.Prefix
+	// Logger receives failures that are not refusals. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Middleware returns a handler that caps the sessions each client IP
+// holds open, then calls next, which must be a *server.Server or pass the
+// request's context on to one: the slot is given back through
+// server.OnSessionEnd when the session ends, or before next returns when
+// the request never became a session.
+//
+// A request over the cap gets 429 Too Many Requests with a short text
+// body and Retry-After: <seconds>, before any WebSocket work, as nginx's
+// limit_conn answers it. The client address is the one the handshake
+// limiter in front found (handshake.ClientIPFrom), else handshake.ClientIP
+// with TrustedProxies.
+func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
+	if cfg.Limiter == nil {
+		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
+	}
+	if next == nil {
+		return nil, configErrorf("Middleware: next handler is nil")
+	}
+	if cfg.Zone == "" {
+		return nil, configErrorf("MiddlewareConfig.Zone is empty")
+	}
+	if cfg.Max < 1 {
+		return nil, configErrorf("MiddlewareConfig.Max %d is below 1", cfg.Max)
+	}
+	if cfg.RetryAfter < 0 {
+		return nil, configErrorf("MiddlewareConfig.RetryAfter %v is negative", cfg.RetryAfter)
+	}
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	secs := int64((cfg.RetryAfter + time.Second - 1) / time.Second)
+	return &middleware{cfg: cfg, next: next, retryAfter: strconv.FormatInt(secs, 10)}, nil
+}
+
+type middleware struct {
+	cfg        MiddlewareConfig
+	next       http.Handler
+	retryAfter string
+}
+
+func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ip, ok := handshake.ClientIPFrom(r.Context())
+	if !ok {
+		ip = handshake.ClientIP(r, m.cfg.TrustedProxies)
+	}
+	key := unknownClientKey
+	if ip.IsValid() {
+		key = ip.String()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), DefaultAcquireTimeout)
+	lease, d, err := m.cfg.Limiter.Acquire(ctx, ScopeIP, m.cfg.Zone+":"+key, m.cfg.Max)
+	cancel()
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the client is gone; nobody reads an answer
+		}
+		m.cfg.Logger.Error("sessioncap: acquiring a session slot failed", "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	if !d.Allowed {
+		w.Header().Set("Retry-After", m.retryAfter)
+		msg := "too many open sessions from this address, retry after " + m.retryAfter + "s"
+		if d.Store == StoreNone {
+			msg = "session cap unavailable, retry after " + m.retryAfter + "s"
+		}
+		http.Error(w, msg, http.StatusTooManyRequests)
+		return
+	}
+	lim := m.cfg.Limiter
+	r = r.WithContext(server.OnSessionEnd(r.Context(), func() { lim.Release(lease) }))
+	m.next.ServeHTTP(w, r)
+}

@@ -1,0 +1,145 @@
+package sessioncap
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/server"
+)
+
+// newCappedServer serves a real STOMP server behind Middleware with a
+// cap of max per client IP, on an httptest listener.
+func newCappedServer(t *testing.T, l *Limiter, max int) string {
+	t.Helper()
+	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := Middleware(MiddlewareConfig{Limiter: l, Zone: "ws_handshake", Max: max, Logger: slog.New(slog.DiscardHandler)}, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		hs.Close()
+	})
+	return hs.URL
+}
+
+// dial opens a WebSocket to base's root; it returns the connection
+// (closed when the test ends) or the refusal.
+func dial(t *testing.T, base string) (*websocket.Conn, *http.Response) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http"), &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+	if err != nil {
+		if resp == nil {
+			t.Fatalf("dial: %v", err)
+		}
+		return nil, resp
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return c, resp
+}
+
+func TestMiddleware(t *testing.T) {
+	t.Parallel()
+	obs := newCountingObserver()
+	l := newTestLimiter(t, "", false, obs)
+	base := newCappedServer(t, l, 2)
+	const key = "ws_handshake:127.0.0.1"
+
+	var open []*websocket.Conn
+	for i := range 2 {
+		c, resp := dial(t, base)
+		if c == nil {
+			t.Fatalf("socket %d: HTTP %d, want 101", i+1, resp.StatusCode)
+		}
+		open = append(open, c)
+	}
+	c, resp := dial(t, base)
+	if c != nil {
+		t.Fatal("socket 3: accepted over the cap of 2")
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Errorf("socket 3: HTTP %d Retry-After %q, want 429 and 2", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if !strings.Contains(string(body), "too many open sessions") {
+		t.Errorf("socket 3: body %q, want it to say why", body)
+	}
+
+	// A session that ends gives its slot back, through OnSessionEnd.
+	if err := open[0].Close(websocket.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	poll.Until(t, 10*time.Second, func() error {
+		if n := l.Held(ScopeIP, key); n != 1 {
+			return fmt.Errorf("Held = %d after a close, want 1", n)
+		}
+		return nil
+	})
+	if c, resp := dial(t, base); c == nil {
+		t.Fatalf("after a close: HTTP %d, want 101", resp.StatusCode)
+	}
+
+	// A request that never becomes a session gives its slot back before
+	// the handler returns.
+	_ = open[1].CloseNow()
+	poll.Until(t, 10*time.Second, func() error {
+		if n := l.Held(ScopeIP, key); n != 1 {
+			return fmt.Errorf("Held = %d, want 1", n)
+		}
+		return nil
+	})
+	r, err := http.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Body.Close()
+	if r.StatusCode == http.StatusSwitchingProtocols || r.StatusCode == http.StatusTooManyRequests {
+		t.Fatalf("plain GET: HTTP %d, want the upgrade to fail", r.StatusCode)
+	}
+	if n := l.Held(ScopeIP, key); n != 1 {
+		t.Errorf("Held after a failed upgrade = %d, want 1: its slot leaked", n)
+	}
+}
+
+func TestMiddlewareConfig(t *testing.T) {
+	t.Parallel()
+	l := newTestLimiter(t, "", false, nil)
+	next := http.NotFoundHandler()
+	tests := []struct {
+		name    string
+		cfg     MiddlewareConfig
+		wantErr string
+	}{
+		{name: "no limiter", cfg: MiddlewareConfig{Zone: "z", Max: 1}, wantErr: "sessioncap: MiddlewareConfig.Limiter is nil"},
+		{name: "no zone", cfg: MiddlewareConfig{Limiter: l, Max: 1}, wantErr: "sessioncap: MiddlewareConfig.Zone is empty"},
+		{name: "zero max", cfg: MiddlewareConfig{Limiter: l, Zone: "z"}, wantErr: "sessioncap: MiddlewareConfig.Max 0 is below 1"},
+		{name: "negative retry", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, RetryAfter: -time.Second}, wantErr: "sessioncap: MiddlewareConfig.RetryAfter -1s is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Middleware(tt.cfg, next); err == nil || err.Error() != tt.wantErr {
+				t.Errorf("Middleware error = %v, want %s", err, tt.wantErr)
+			}
+		})
+	}
+}
