@@ -127,7 +127,7 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.commitBody, "commit-size", defaultCommitBody, "commit-burst: body size in bytes")
 	fs.IntVar(&c.txSessions, "tx-sessions", defaultTxSessions, "tx-fill: sessions filling transactions")
 	fs.IntVar(&c.txBody, "tx-size", defaultTxBody, "tx-fill: body size in bytes")
-	fs.IntVar(&c.churnSubs, "churn-subscriptions", defaultChurnSubs, "sub-churn: subscriptions held on the churned topic (100 per session)")
+	fs.IntVar(&c.churnSubs, "churn-subscriptions", defaultChurnSubs, "sub-churn: subscriptions held on the churned topic (90 per session)")
 	fs.IntVar(&c.httpConns, "http-connections", defaultHTTPConns, "http-idle: keep-alive HTTP connections")
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")

@@ -305,9 +305,11 @@ type subChurnAttack struct {
 	held    int
 }
 
-// churnPerSession is the subscriptions each holding session takes:
-// wsserver's default -max-subscriptions.
-const churnPerSession = 100
+// churnPerSession is the subscriptions each holding session takes: under
+// wsserver's default -max-subscriptions (100), and with the fence's two
+// frames under its default control-frame budget (100 per 10 s), so that
+// setting the room up is not itself an attack.
+const churnPerSession = 90
 
 func (a *subChurnAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)

@@ -99,6 +99,14 @@ start_server
 lt idle idle -url "$url" -sessions 10000 -duration 30s -pid "$server_pid"
 stop_server
 
+# Sections measured by hand (abuse, session caps, Redis Cluster) follow a
+# marker line; they are kept as they are.
+if [ -f "$out" ]; then
+  sed -n '/^<!-- hand-measured/,$p' "$out" >"$work/hand.md"
+else
+  : >"$work/hand.md"
+fi
+
 go_version=$(go version | awk '{print $3, $4}')
 cpu_model=$(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo)
 mem_kib=$(awk '/^MemTotal/ {print $2}' /proc/meminfo)
@@ -233,6 +241,10 @@ per_dropped=$(awk -v a="$cpu_abuse" -v c="$cpu_clean" -v d="$abuse_delivered" -v
   echo '```'
   grep -E '^(Benchmark|goos|goarch|cpu|pkg|ok|PASS)' "$work/gobench.txt"
   echo '```'
+  if [ -s "$work/hand.md" ]; then
+    echo
+    cat "$work/hand.md"
+  fi
 } >"$out"
 
 echo "wrote $out"

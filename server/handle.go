@@ -32,7 +32,8 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	r := s.srv.cfg.Chain.Handle(&s.st, f, now)
 	switch r.Outcome {
 	case interceptor.Drop:
-		return false
+		// A dropped frame may still have carried a newer token.
+		return s.checkExpiry(now)
 	case interceptor.Reject:
 		reason := CloseProtocolError
 		switch r.Reason {
