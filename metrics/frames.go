@@ -112,6 +112,7 @@ const (
 	kindNotConnected
 	kindAuth
 	kindPermission
+	kindInvalidUTF8
 
 	numProtocolErrorKinds = iota
 )
@@ -128,6 +129,7 @@ var protocolErrorKindLabels = [numProtocolErrorKinds]string{
 	kindNotConnected:       "not_connected",
 	kindAuth:               "auth",
 	kindPermission:         "permission",
+	kindInvalidUTF8:        "invalid_utf8",
 }
 
 func protocolErrorKindIndex(kind string) int {
@@ -152,6 +154,8 @@ func protocolErrorKindIndex(kind string) int {
 		return kindAuth
 	case "permission":
 		return kindPermission
+	case "invalid_utf8":
+		return kindInvalidUTF8
 	}
 	return kindOther
 }
