@@ -49,6 +49,14 @@ type settings struct {
 	limiterFail    string
 
 	metricsPrefixes string
+
+	// Idle and dead peers (httpserver.go, server.Config.Ping*).
+	httpReadHeaderTimeout time.Duration
+	httpReadTimeout       time.Duration
+	httpIdleTimeout       time.Duration
+	httpMaxHeaderBytes    int
+	pingInterval          time.Duration
+	pingTimeout           time.Duration
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -95,6 +103,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.limiterFail, "limiter-fail", "open", "when Redis is unreachable: open (decide in process memory) or closed (refuse handshakes)")
 
 	fs.StringVar(&s.metricsPrefixes, "metrics-destination-prefixes", "", "comma-separated destination prefixes that get their own label on delivery metrics")
+
+	s.peerFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n\nEvery flag can also be set by the environment variable shown.\n\n")
