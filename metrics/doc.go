@@ -79,6 +79,13 @@
 //   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
 //     runs on its in-process store because Redis is unreachable, else 0.
 //
+// The public HTTP server:
+//
+//   - stompgate_http_timeouts_total{kind}: plain HTTP connections closed
+//     because a timeout ran out: idle (a keep-alive connection waited past
+//     the idle timeout), read (a request's headers or body came too
+//     slowly). WebSocket sessions are counted by their close reason.
+//
 // Cross-instance relay (Redis Pub/Sub between instances; all zero on an
 // instance that runs without it):
 //

@@ -93,6 +93,8 @@ type Metrics struct {
 	panics       prometheus.Counter
 
 	relay relayMetrics
+
+	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -115,6 +117,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildFrames(b)
 	m.buildDelivery(b)
 	m.buildRelay(b)
+	m.buildHTTP(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

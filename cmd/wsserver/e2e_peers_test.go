@@ -50,6 +50,7 @@ func startServing(t *testing.T, args ...string) string {
 		t.Fatalf("listen: %v", err)
 	}
 	hs := newHTTPServer(&st, a.handler, logger)
+	ln = countTimeouts(ln, hs, a.metrics)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	t.Cleanup(func() {
@@ -124,7 +125,7 @@ func closedByServer(conn net.Conn, br *bufio.Reader, timeout time.Duration) erro
 
 // TestIdleKeepAliveConnectionsClosed runs the attack for real: many
 // keep-alive connections, one GET /healthz each, then idle. The server
-// closes every one after -http-idle-timeout.
+// closes every one after -http-idle-timeout and counts it.
 func TestIdleKeepAliveConnectionsClosed(t *testing.T) {
 	const conns = 200
 	base := startServing(t, "-http-idle-timeout", "300ms")
@@ -137,13 +138,23 @@ func TestIdleKeepAliveConnectionsClosed(t *testing.T) {
 			t.Fatalf("idle keep-alive connection %d of %d: %v", i+1, conns, err)
 		}
 	}
+	// The scrapes' own keep-alive connections may idle out too.
+	waitFor(t, 10*time.Second, func() error {
+		if got := scrape(t, base)[`stompgate_http_timeouts_total{kind="idle"}`]; got < conns {
+			return fmt.Errorf("idle timeouts counted: %v, want at least %d", got, conns)
+		}
+		return nil
+	})
+	if got := scrape(t, base)[`stompgate_http_timeouts_total{kind="read"}`]; got != 0 {
+		t.Errorf("read timeouts counted: %v, want 0", got)
+	}
 }
 
 // TestSlowRequestsAndBigHeaders checks the plain-request bounds for real:
 // a client that trickles its request headers is cut off after
 // -http-read-header-timeout, one that never finishes its body after
-// -http-read-timeout, and a header block over -http-max-header-bytes is
-// refused with 431.
+// -http-read-timeout, both counted, and a header block over
+// -http-max-header-bytes is refused with 431.
 func TestSlowRequestsAndBigHeaders(t *testing.T) {
 	base := startServing(t,
 		"-http-read-header-timeout", "200ms",
@@ -201,6 +212,12 @@ func TestSlowRequestsAndBigHeaders(t *testing.T) {
 		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
 			t.Errorf("oversized headers: status %d, want 431", resp.StatusCode)
 		}
+	})
+	waitFor(t, 10*time.Second, func() error {
+		if got := scrape(t, base)[`stompgate_http_timeouts_total{kind="read"}`]; got != 2 {
+			return fmt.Errorf("read timeouts counted: %v, want 2", got)
+		}
+		return nil
 	})
 }
 
