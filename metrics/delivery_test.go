@@ -72,7 +72,8 @@ func TestBoundedCardinality(t *testing.T) {
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
-		numCapScopes + 1 + 1 + 1 // session cap leases, store errors, restored, fallback
+		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
+		numHTTPTimeouts // HTTP timeouts
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

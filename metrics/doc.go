@@ -107,6 +107,13 @@
 //   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
 //     instance's sessions only because Redis is unreachable, else 0.
 //
+// The public HTTP server:
+//
+//   - stompgate_http_timeouts_total{kind}: plain HTTP connections closed
+//     because a timeout ran out: idle (a keep-alive connection waited past
+//     the idle timeout), read (a request's headers or body came too
+//     slowly). WebSocket sessions are counted by their close reason.
+//
 // Cross-instance relay (Redis Pub/Sub between instances; all zero on an
 // instance that runs without it):
 //

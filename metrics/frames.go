@@ -116,6 +116,7 @@ const (
 	kindNotConnected
 	kindAuth
 	kindPermission
+	kindInvalidUTF8
 
 	numProtocolErrorKinds = iota
 )
@@ -132,6 +133,7 @@ var protocolErrorKindLabels = [numProtocolErrorKinds]string{
 	kindNotConnected:       "not_connected",
 	kindAuth:               "auth",
 	kindPermission:         "permission",
+	kindInvalidUTF8:        "invalid_utf8",
 }
 
 func protocolErrorKindIndex(kind string) int {
@@ -156,6 +158,8 @@ func protocolErrorKindIndex(kind string) int {
 		return kindAuth
 	case "permission":
 		return kindPermission
+	case "invalid_utf8":
+		return kindInvalidUTF8
 	}
 	return kindOther
 }

@@ -95,6 +95,8 @@ type Metrics struct {
 
 	relay relayMetrics
 	caps  capMetrics
+
+	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -118,6 +120,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildDelivery(b)
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
+	m.buildHTTP(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

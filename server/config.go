@@ -62,6 +62,18 @@ const (
 	// to one WebSocket message: several frames per message save a syscall
 	// each, and STOMP clients parse them as a stream.
 	writeBatchSize = 32 << 10
+
+	// DefaultPingInterval is how often a session that negotiated no STOMP
+	// heart-beat from its client is sent a WebSocket ping. Browsers and
+	// WebSocket libraries answer pings by themselves, so this finds dead
+	// peers among clients that never heart-beat. 30 s stays under the
+	// 60 s idle timeouts of common proxies and load balancers (nginx
+	// proxy_read_timeout), so the pings also keep the path open.
+	DefaultPingInterval = 30 * time.Second
+	// DefaultPingTimeout is how long a pong may take before the session
+	// is ended as dead: a pong is one round trip, and 10 s covers a
+	// congested mobile link, as DefaultWriteTimeout does for a write.
+	DefaultPingTimeout = 10 * time.Second
 )
 
 // Config configures a Server. The zero value works: every zero field takes
@@ -132,6 +144,17 @@ type Config struct {
 	Logger *slog.Logger
 	// Name is the CONNECTED server header. Default "stompgate".
 	Name string
+
+	// PingInterval is how often a session whose client sends no STOMP
+	// heart-beats (its CONNECT offered none, or the server wants none)
+	// gets a WebSocket ping. Heart-beating sessions are checked by their
+	// heart-beats instead. Default DefaultPingInterval; negative disables
+	// pings.
+	PingInterval time.Duration
+	// PingTimeout is how long the server waits for the pong before it
+	// ends the session at once (no close handshake: the peer is gone) as
+	// ClosePingTimeout. Default DefaultPingTimeout; negative is an error.
+	PingTimeout time.Duration
 }
 
 // Relay carries messages that passed the chain to other instances. The
@@ -200,6 +223,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"HeartBeatTolerance", &c.HeartBeatTolerance, DefaultHeartBeatTolerance},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ControlWindow", &c.ControlWindow, DefaultControlWindow},
+		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
@@ -215,6 +239,12 @@ func (c Config) withDefaults() (Config, error) {
 		case *d < 0:
 			*d = 0
 		}
+	}
+	switch {
+	case c.PingInterval == 0:
+		c.PingInterval = DefaultPingInterval
+	case c.PingInterval < 0:
+		c.PingInterval = 0
 	}
 	for _, n := range []struct {
 		name string

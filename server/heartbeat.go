@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // parseHeartBeat parses a heart-beat header value "cx,cy" in
@@ -38,7 +36,8 @@ func negotiate(canSend, wants time.Duration) time.Duration {
 }
 
 // startHeartBeats replaces the CONNECT deadline with the negotiated
-// heart-beat timers. cx,cy is the client's offer.
+// heart-beat timers. cx,cy is the client's offer. A client that will send
+// no heart-beats is checked with WebSocket pings instead (ping.go).
 func (s *session) startHeartBeats(cx, cy time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -56,6 +55,8 @@ func (s *session) startHeartBeats(cx, cy time.Duration) {
 	}
 	if s.inEvery > 0 {
 		s.hbIn = time.AfterFunc(s.inEvery+s.srv.cfg.HeartBeatTolerance, s.heartBeatIn)
+	} else {
+		s.startPings()
 	}
 }
 
@@ -77,13 +78,15 @@ func (s *session) heartBeatOut() {
 	s.mu.Unlock()
 }
 
-// heartBeatIn closes a session whose client has been silent for longer
-// than the negotiated interval plus the tolerance.
+// heartBeatIn ends a session whose client has been silent for longer
+// than the negotiated interval plus the tolerance. It ends it at once: a
+// silent peer is most likely gone, and a close handshake would wait for a
+// reply that never comes (and queue behind frames it does not read).
 func (s *session) heartBeatIn() {
 	limit := s.inEvery + s.srv.cfg.HeartBeatTolerance
 	silent := time.Duration(time.Now().UnixNano() - s.lastRead.Load())
 	if silent >= limit {
-		s.closeAfter(CloseHeartBeat, websocket.StatusPolicyViolation, "heart-beat timeout")
+		s.abort(CloseHeartBeat)
 		return
 	}
 	s.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"net/http"
+	"time"
 )
 
 // Per-session socket buffers. net/http hands a hijacked connection over
@@ -39,6 +40,15 @@ func (w *leanHijacker) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
+		return nil, nil, err
+	}
+	// The HTTP server's ReadTimeout, ReadHeaderTimeout and WriteTimeout
+	// deadlines are for one request; a session must not inherit them, or
+	// it dies at the first read after ReadTimeout. net/http clears them
+	// on hijack today; clearing here keeps that true behind any
+	// ResponseWriter, and the session bounds its reads and writes itself.
+	if err := conn.SetDeadline(time.Time{}); err != nil {
+		conn.Close()
 		return nil, nil, err
 	}
 	if err := brw.Writer.Flush(); err != nil {

@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 
@@ -105,6 +107,8 @@ type session struct {
 
 	writers sync.WaitGroup // the writer goroutine, when one runs
 
+	ping pinger // WebSocket pings when the client sends no heart-beats
+
 	// onEnd is what OnSessionEnd attached to the upgrade request; run
 	// once, after the session has ended.
 	onEnd []func()
@@ -175,8 +179,10 @@ func (s *session) serve() {
 }
 
 // readLoop reads WebSocket messages until the session ends and returns the
-// close reason as the reader saw it.
+// close reason as the reader saw it. It stops the session's pings as it
+// returns: they need a reader to take in their pongs.
 func (s *session) readLoop() (reason string) {
+	defer s.stopPings()
 	defer func() {
 		if v := recover(); v != nil {
 			s.srv.cfg.Observer.Panic()
@@ -188,7 +194,7 @@ func (s *session) readLoop() (reason string) {
 	}()
 	limit := s.srv.cfg.Limits.MaxFrameSize
 	for {
-		_, r, err := s.conn.Reader(context.Background())
+		typ, r, err := s.conn.Reader(context.Background())
 		if err != nil {
 			return CloseClientGone
 		}
@@ -208,6 +214,17 @@ func (s *session) readLoop() (reason string) {
 		}
 		now := time.Now()
 		s.lastRead.Store(now.UnixNano())
+		if typ == websocket.MessageText && !utf8.Valid(*buf) {
+			// RFC 6455 section 8.1: a text message that is not UTF-8
+			// fails the connection with 1007. Binary messages may carry
+			// any body; their headers are checked by the decoder.
+			putReadBuf(buf)
+			s.srv.cfg.Observer.ProtocolErrorClose(kindInvalidUTF8)
+			s.fail(CloseProtocolError, websocket.StatusInvalidFramePayloadData, "invalid UTF-8",
+				"a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages", "")
+			s.drain()
+			return ""
+		}
 		s.dec.Feed(*buf)
 		done := s.decodeAll(now)
 		putReadBuf(buf)
@@ -258,8 +275,14 @@ func (s *session) drain() {
 	}
 }
 
+// kindInvalidUTF8 is the protocol-error kind of text messages, commands
+// and headers that are not UTF-8.
+const kindInvalidUTF8 = "invalid_utf8"
+
 func protocolErrorKind(pe *stompframe.ProtocolError) string {
 	switch {
+	case errors.Is(pe, stompframe.ErrInvalidUTF8):
+		return kindInvalidUTF8
 	case errors.Is(pe, stompframe.ErrFrameTooLarge):
 		return "frame_too_large"
 	case errors.Is(pe, stompframe.ErrBadEscape):
@@ -286,13 +309,21 @@ func (s *session) endLocked(reason string) bool {
 // fail queues an ERROR frame (message header msg, body detail, receipt-id
 // when the offending frame asked for a receipt, then any extra headers)
 // and a close with code, after everything already queued.
+//
+// The ERROR frame goes out in a text message, and its parts may carry
+// client data (an echoed receipt id, a stage's message quoting a header):
+// bytes that are not UTF-8 are replaced, so the frame never makes a
+// browser drop the socket before it has read why.
 func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, receipt string, extra ...stompframe.Header) {
+	msg, detail, receipt = validUTF8(msg), validUTF8(detail), validUTF8(receipt)
 	f := stompframe.Frame{Command: stompframe.CommandError}
 	f.Add("message", msg)
 	if receipt != "" {
 		f.Add("receipt-id", receipt)
 	}
-	f.Headers = append(f.Headers, extra...)
+	for _, h := range extra {
+		f.Add(validUTF8(h.Name), validUTF8(h.Value))
+	}
 	f.Add("content-type", "text/plain")
 	body := []byte(detail)
 	if len(body) > 0 {
@@ -309,12 +340,26 @@ func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, re
 	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
 }
 
-// closeText fits msg into a WebSocket close reason (at most 123 bytes).
-func closeText(msg string) string {
-	if len(msg) > 120 {
-		return msg[:120]
+// validUTF8 returns v with every byte sequence that is not UTF-8 replaced
+// by U+FFFD; valid input is returned as it is, without copying.
+func validUTF8(v string) string {
+	if utf8.ValidString(v) {
+		return v
 	}
-	return msg
+	return strings.ToValidUTF8(v, "\uFFFD")
+}
+
+// closeText fits msg into a WebSocket close reason (at most 123 bytes),
+// cutting at a character boundary: the reason must be UTF-8 too.
+func closeText(msg string) string {
+	if len(msg) <= 120 {
+		return msg
+	}
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut]
 }
 
 // shutdown ends the session for a server shutdown: queued frames are

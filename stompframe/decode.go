@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 )
 
 // phase is where the Decoder stands in the frame it is reading.
@@ -258,6 +259,9 @@ func (d *Decoder) parse(data []byte) (n int, f *Frame, perr *ProtocolError) {
 		}
 		cmd := fr[:end]
 		if !isCommand(cmd) {
+			if !utf8.Valid(cmd) {
+				return 0, nil, protocolError(ErrInvalidUTF8, "the command line is not valid UTF-8")
+			}
 			return 0, nil, protocolError(ErrMalformed, "command must be upper-case letters A-Z")
 		}
 		d.cmdEnd = end
@@ -274,6 +278,9 @@ func (d *Decoder) parse(data []byte) (n int, f *Frame, perr *ProtocolError) {
 			}
 			if end == d.line {
 				d.bodyStart = next
+				if err := d.checkUTF8(fr); err != nil {
+					return 0, nil, err
+				}
 				break
 			}
 			if err := d.addHeader(fr[d.line:end]); err != nil {
@@ -384,6 +391,23 @@ func (d *Decoder) addHeader(line []byte) *ProtocolError {
 		escaped: escaped,
 	})
 	return nil
+}
+
+// checkUTF8 rejects a header block that is not valid UTF-8. The command
+// is A-Z and the EOLs are ASCII, so one pass over the lines between them
+// checks every name and value; escapes decode to ASCII, so checking the
+// raw bytes is enough. It runs once the whole block is in, which keeps the
+// outcome independent of how the input was split.
+func (d *Decoder) checkUTF8(fr []byte) *ProtocolError {
+	if utf8.Valid(fr[d.cmdEnd:d.bodyStart]) {
+		return nil
+	}
+	for i, s := range d.spans {
+		if !utf8.Valid(fr[s.name0:s.val1]) {
+			return protocolError(ErrInvalidUTF8, fmt.Sprintf("header line %d is not valid UTF-8", i+1))
+		}
+	}
+	return protocolError(ErrInvalidUTF8, "the header block is not valid UTF-8")
 }
 
 // readContentLength sets d.clen from the first content-length header and

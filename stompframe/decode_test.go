@@ -240,6 +240,14 @@ func TestDecodeErrors(t *testing.T) {
 		{name: "header line past the frame limit", limits: Limits{MaxFrameSize: 64}, input: "SEND\nk:" + strings.Repeat("v", 100) + "\n\n\x00", want: ErrFrameTooLarge},
 		{name: "too many headers", limits: small, input: "SEND\na:1\nb:2\nc:3\nd:4\n\n\x00", want: ErrTooManyHeaders},
 		{name: "bad escape", input: "SEND\na:\\t\n\n\x00", want: ErrBadEscape},
+		{name: "header value not UTF-8", input: "SEND\ndestination:/topic/a\nx-name:caf\xe9\n\n\x00", want: ErrInvalidUTF8},
+		{name: "header name not UTF-8", input: "SEND\nx-\xff:v\n\n\x00", want: ErrInvalidUTF8},
+		{name: "command not UTF-8", input: "SE\xc3ND\n\n\x00", want: ErrInvalidUTF8},
+		{name: "overlong NUL in a header", input: "SEND\na:\xc0\x80\n\n\x00", want: ErrInvalidUTF8},
+		{name: "UTF-16 surrogate in a header", input: "SEND\na:\xed\xa0\x80\n\n\x00", want: ErrInvalidUTF8},
+		{name: "sequence cut by the EOL", input: "SEND\na:\xe2\x9c\nb:\x93\n\n\x00", want: ErrInvalidUTF8},
+		{name: "CONNECT login not UTF-8", input: "CONNECT\naccept-version:1.2\nlogin:\x80\n\n\x00", want: ErrInvalidUTF8},
+		{name: "not UTF-8 after a good frame", input: "SEND\na:\xe2\x9c\x93\n\n\x00SEND\na:\xe2\n\n\x00", want: ErrInvalidUTF8, frames: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

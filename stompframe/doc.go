@@ -17,6 +17,10 @@
 //     value, is a fatal protocol error (ErrBadEscape). CONNECT, STOMP and
 //     CONNECTED frames are never escaped, whatever the version, so that 1.0
 //     peers can read them before a version is negotiated.
+//   - Value Encoding also makes commands and headers UTF-8: a command or
+//     header line that is not valid UTF-8 is rejected (ErrInvalidUTF8), in
+//     every version, so a server never relays such bytes. Bodies are
+//     octets and are not checked.
 //   - Header content-length: when present, exactly that many body octets
 //     are read, NUL octets included, and a NUL must follow them.
 //   - Repeated Header Entries: every occurrence is kept in wire order, and

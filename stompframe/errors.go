@@ -20,6 +20,11 @@ var (
 	// frame's version does not define, such as \t, or ends in a lone
 	// backslash. STOMP 1.2 (Value Encoding) makes this a fatal error.
 	ErrBadEscape = errors.New("stompframe: undefined escape sequence")
+	// ErrInvalidUTF8 means a command or header line is not valid UTF-8.
+	// STOMP 1.2 (Value Encoding) makes commands and headers UTF-8, and a
+	// server must not pass other bytes on: a browser fails the whole
+	// WebSocket on a text message that is not UTF-8.
+	ErrInvalidUTF8 = errors.New("stompframe: invalid UTF-8")
 	// ErrMalformed means the input does not follow the frame grammar: an
 	// empty command or one with characters other than A-Z, a header line
 	// without a colon or with an empty name or a raw CR, a content-length

@@ -133,6 +133,8 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		Relay:                srvRelay,
 		Observer:             obs,
 		Logger:               logger,
+		PingInterval:         st.pingInterval,
+		PingTimeout:          st.pingTimeout,
 	})
 	if err != nil {
 		a.close()

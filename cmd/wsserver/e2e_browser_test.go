@@ -65,6 +65,15 @@ type browserResult struct {
 		InputCleared bool   `json:"inputCleared"`
 		OwnEcho      bool   `json:"ownEcho"`
 	} `json:"chat"`
+	Garbage struct {
+		TextHeaderClose      int      `json:"textHeaderClose"`
+		BinaryHeaderClose    int      `json:"binaryHeaderClose"`
+		BinaryBodyClose      int      `json:"binaryBodyClose"`
+		AliceSocketCloses    int      `json:"aliceSocketCloses"`
+		BobSocketCloses      int      `json:"bobSocketCloses"`
+		AfterGarbageReceived bool     `json:"afterGarbageReceived"`
+		UTF8Errors           []string `json:"utf8Errors"`
+	} `json:"garbage"`
 	Flood struct {
 		Seconds         float64 `json:"seconds"`
 		Sent            uint64  `json:"sent"`
@@ -104,7 +113,9 @@ func browserOutDir(t *testing.T) string {
 }
 
 // TestBrowserDemoPage drives the demo page in a real headless Chromium
-// (e2e/browser/test.mjs): two pages chat in a room; one floods and the
+// (e2e/browser/test.mjs): two pages chat in a room, and stay connected
+// while a raw client sends the room frames that are not UTF-8 (Chromium
+// fails a socket on a text message that is not); one floods and the
 // other receives no more than the session limit lets through, while the
 // flooding page shows the server's drops; a third page, refused at the
 // handshake, shows the Retry-After countdown and connects after it.
@@ -176,6 +187,32 @@ func TestBrowserDemoPage(t *testing.T) {
 		}
 		if !c.OwnEcho {
 			t.Error("alice's page does not show her own message once, marked as hers")
+		}
+	})
+
+	t.Run("not UTF-8", func(t *testing.T) {
+		g := got.Garbage
+		if g.TextHeaderClose != 1007 {
+			t.Errorf("mallory's text message with a header that is not UTF-8: close %d, want 1007", g.TextHeaderClose)
+		}
+		if g.BinaryHeaderClose != 1008 {
+			t.Errorf("mallory's binary message with a header that is not UTF-8: close %d, want 1008 after an ERROR", g.BinaryHeaderClose)
+		}
+		if g.BinaryBodyClose != 1000 {
+			t.Errorf("mallory's binary body, then DISCONNECT: close %d, want 1000 (the frame is valid)", g.BinaryBodyClose)
+		}
+		if g.AliceSocketCloses != 0 || g.BobSocketCloses != 0 {
+			t.Errorf("room members' WebSockets closed: alice %d, bob %d; want none", g.AliceSocketCloses, g.BobSocketCloses)
+		}
+		if !g.AfterGarbageReceived {
+			t.Error("alice's chat line after the garbage did not reach bob")
+		}
+		if len(g.UTF8Errors) > 0 {
+			t.Errorf("Chromium reported UTF-8 errors: %q", g.UTF8Errors)
+		}
+		m := scrape(t, base)
+		if got := m[`stompgate_protocol_error_closes_total{kind="invalid_utf8"}`]; got != 2 {
+			t.Errorf("protocol-error closes of kind invalid_utf8: %v, want 2", got)
 		}
 	})
 

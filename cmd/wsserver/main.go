@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -70,11 +69,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("-addr %q: %w", st.addr, err)
 	}
-	hs := &http.Server{
-		Handler:           a.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs := newHTTPServer(&st, a.handler, logger)
+	ln = countTimeouts(ln, hs, a.metrics)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath)

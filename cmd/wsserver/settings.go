@@ -65,6 +65,14 @@ type settings struct {
 	sessionLeaseTTL         time.Duration
 
 	metricsPrefixes string
+
+	// Idle and dead peers (httpserver.go, server.Config.Ping*).
+	httpReadHeaderTimeout time.Duration
+	httpReadTimeout       time.Duration
+	httpIdleTimeout       time.Duration
+	httpMaxHeaderBytes    int
+	pingInterval          time.Duration
+	pingTimeout           time.Duration
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -122,6 +130,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.sessionLeaseTTL, "session-lease-ttl", sessioncap.DefaultLeaseTTL, "with -redis-url: how long a session's slot in a cap lives without renewal, so the longest a crashed instance's sessions keep their slots (renewed every third of it)")
 
 	fs.StringVar(&s.metricsPrefixes, "metrics-destination-prefixes", "", "comma-separated destination prefixes that get their own label on delivery metrics")
+
+	s.peerFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n\nEvery flag can also be set by the environment variable shown.\n\n")

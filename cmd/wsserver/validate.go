@@ -63,6 +63,9 @@ func (s *settings) validate() error {
 			return bad(c.name, c.v, "must not be negative")
 		}
 	}
+	if err := s.validatePeers(); err != nil {
+		return err
+	}
 	if !validPath(s.wsPath) {
 		return bad("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
 	}
