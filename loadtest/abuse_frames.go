@@ -242,7 +242,9 @@ func (a *txFillAttack) run(ctx context.Context, start, end time.Time) attackerRe
 type utf8Attack struct {
 	env *attackEnv
 	atk *attackers
-	s   *attackSession
+	// s sends its frames in text messages, s[1] in binary ones: a server
+	// that closes the session on the first bad frame still meets both.
+	s [2]*attackSession
 }
 
 // utf8Interval separates the attack's frames: one bad frame is all it
@@ -251,9 +253,14 @@ const utf8Interval = 500 * time.Millisecond
 
 func (a *utf8Attack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
-	var err error
-	a.s, err = a.atk.open(ctx, a.env.nextSource(), "0,0", true)
-	return err
+	for i := range a.s {
+		var err error
+		if a.s[i], err = a.atk.open(ctx, a.env.nextSource(), "0,0", true); err != nil {
+			a.atk.closeAll()
+			return err
+		}
+	}
+	return nil
 }
 
 func (a *utf8Attack) run(ctx context.Context, start, end time.Time) attackerReport {
@@ -269,16 +276,22 @@ func (a *utf8Attack) run(ctx context.Context, start, end time.Time) attackerRepo
 	frame = append(frame, body...)
 	frame = append(frame, 0)
 	var text, binary int64
-	for k := 0; ; k++ {
+	var closed [2]bool
+	for k := 0; !closed[0] || !closed[1]; k++ {
 		if !sleepUntil(ctx, start.Add(time.Duration(k)*utf8Interval)) || !time.Now().Before(end) {
 			break
 		}
+		v := k % 2
+		if closed[v] {
+			continue
+		}
 		typ := websocket.MessageText
-		if k%2 == 1 {
+		if v == 1 {
 			typ = websocket.MessageBinary
 		}
-		if a.atk.write(a.s, typ, frame, 1) != nil {
-			break
+		if a.atk.write(a.s[v], typ, frame, 1) != nil {
+			closed[v] = true
+			continue
 		}
 		if typ == websocket.MessageText {
 			text++
@@ -291,7 +304,7 @@ func (a *utf8Attack) run(ctx context.Context, start, end time.Time) attackerRepo
 	a.atk.outcome(&rep)
 	a.atk.closeAll()
 	rep.Figures = map[string]float64{figTextMessages: float64(text), figBinaryMessages: float64(binary)}
-	rep.Summary = fmt.Sprintf("one session sent %d SENDs with a header value that is not UTF-8 into the honest room (%d in text messages, %d in binary)",
+	rep.Summary = fmt.Sprintf("two sessions sent %d SENDs with a header value that is not UTF-8 into the honest room (%d in text messages, %d in binary)",
 		text+binary, text, binary)
 	return rep
 }

@@ -154,6 +154,18 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		t.Errorf("sessions-per-ip: %.1f msg/s from at most %.0f sessions, above %.0f", rate, held, bound)
 	}
 
+	// The server under test is this tree's: the envelope holds, so the
+	// targets that a short run can judge pass.
+	for _, tg := range ar.Targets {
+		switch {
+		case strings.HasPrefix(tg.Target, "honest subscribers stay connected"),
+			strings.HasPrefix(tg.Target, "receipts keeps server RSS"):
+			if tg.Status != "pass" {
+				t.Errorf("target %q: %s (%s), want pass", tg.Target, tg.Status, tg.Detail)
+			}
+		}
+	}
+
 	var text bytes.Buffer
 	rep.writeText(&text, cfg.title())
 	for _, want := range append(allAttacks, "receipts keeps server RSS under 64 MiB", "honest subscribers stay connected through utf8") {
