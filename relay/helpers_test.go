@@ -112,11 +112,13 @@ type countingObserver struct {
 	outages  int // transitions into an outage
 	outage   bool
 	subs     int
+	down     int
+	resubs   map[string]int
 	deliver  int
 }
 
 func newCountingObserver() *countingObserver {
-	return &countingObserver{messages: map[string]int{}, dropped: map[string]int{}}
+	return &countingObserver{messages: map[string]int{}, dropped: map[string]int{}, resubs: map[string]int{}}
 }
 
 func (o *countingObserver) RelayMessages(dir string, n int) {
@@ -144,6 +146,33 @@ func (o *countingObserver) RelaySubscriptions(n int) {
 	o.mu.Lock()
 	o.subs = n
 	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelaySubscriptionsDown(n int) {
+	o.mu.Lock()
+	o.down = n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelayResubscribes(reason string, n int) {
+	o.mu.Lock()
+	o.resubs[reason] += n
+	o.mu.Unlock()
+}
+
+// subscriptions returns the last subscription gauges: channels
+// subscribed and channels without a live subscription.
+func (o *countingObserver) subscriptions() (subs, down int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.subs, o.down
+}
+
+// resubscribes returns the connections replaced for reason.
+func (o *countingObserver) resubscribes(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.resubs[reason]
 }
 
 func (o *countingObserver) Delivered(_ string, n int) {
