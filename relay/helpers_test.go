@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type instance struct {
 	broker *broker.Broker
 	url    string
 	obs    *countingObserver
+	logs   *logRecorder
 	client redis.UniversalClient
 }
 
@@ -45,7 +47,8 @@ func startInstance(t *testing.T, name, addr string) *instance {
 func startInstanceClient(t *testing.T, name string, client redis.UniversalClient) *instance {
 	t.Helper()
 	obs := newCountingObserver()
-	r, err := New(Config{Client: client, Observer: obs, RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
+	logs := &logRecorder{}
+	r, err := New(Config{Client: client, Observer: obs, Logger: slog.New(logs), RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -76,6 +79,7 @@ func startInstanceClient(t *testing.T, name string, client redis.UniversalClient
 		broker: b,
 		url:    "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws",
 		obs:    obs,
+		logs:   logs,
 		client: client,
 	}
 }
