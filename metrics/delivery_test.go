@@ -71,7 +71,8 @@ func TestBoundedCardinality(t *testing.T) {
 		numHandshakeResults + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
-		numRelayDirections + numRelayDropReasons + 1 + 1 // relay messages, dropped, outage, subscriptions
+		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
+		1 + numRelayResubscribeReasons // relay subscriptions down, resubscribes
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
