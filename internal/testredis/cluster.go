@@ -193,9 +193,9 @@ func (c *Cluster) up() []*Server {
 	return out
 }
 
-// view is one node's answer to CLUSTER SLOTS: the master of every slot
-// range, with its replicas.
-type view []redis.ClusterSlot
+// view is one node's answer to CLUSTER SHARDS: the slot ranges of every
+// shard and its nodes with their roles.
+type view []redis.ClusterShard
 
 // viewFrom asks s for its view of the cluster.
 func viewFrom(s *Server) (view, error) {
@@ -203,18 +203,30 @@ func viewFrom(s *Server) (view, error) {
 	defer cancel()
 	rdb := adminClient(s.Addr)
 	defer rdb.Close()
-	slots, err := rdb.ClusterSlots(ctx).Result()
+	shards, err := rdb.ClusterShards(ctx).Result()
 	if err != nil {
-		return nil, fmt.Errorf("CLUSTER SLOTS on %s: %w", s.Addr, err)
+		return nil, fmt.Errorf("CLUSTER SHARDS on %s: %w", s.Addr, err)
 	}
-	return view(slots), nil
+	return view(shards), nil
+}
+
+// masterAddr returns the address of sh's master, or "".
+func masterAddr(sh redis.ClusterShard) string {
+	for _, n := range sh.Nodes {
+		if n.Role == "master" {
+			return net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))
+		}
+	}
+	return ""
 }
 
 // owner returns the address of the master serving slot in v, or "".
 func (v view) owner(slot int) string {
-	for _, r := range v {
-		if slot >= r.Start && slot <= r.End && len(r.Nodes) > 0 {
-			return r.Nodes[0].Addr
+	for _, sh := range v {
+		for _, r := range sh.Slots {
+			if int64(slot) >= r.Start && int64(slot) <= r.End {
+				return masterAddr(sh)
+			}
 		}
 	}
 	return ""
@@ -283,7 +295,7 @@ func (c *Cluster) Replicas(master *Server) []*Server {
 }
 
 // Masters returns the nodes that serve slots, as the first node that
-// answers sees it.
+// answers sees them.
 func (c *Cluster) Masters() []*Server {
 	c.tb.Helper()
 	for _, s := range c.up() {
@@ -292,14 +304,14 @@ func (c *Cluster) Masters() []*Server {
 			continue
 		}
 		var out []*Server
-		for _, r := range v {
-			if n := c.Node(r.Nodes[0].Addr); n != nil && !slices.Contains(out, n) {
+		for _, sh := range v {
+			if n := c.Node(masterAddr(sh)); n != nil && len(sh.Slots) > 0 && !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}
 		return out
 	}
-	c.tb.Fatal("testredis: no node answers CLUSTER SLOTS")
+	c.tb.Fatal("testredis: no node answers CLUSTER SHARDS")
 	return nil
 }
 
