@@ -354,3 +354,33 @@ func TestHalfOpenRedis(t *testing.T) {
 		t.Errorf("a: %d lines for restored subscriptions, want 1", got)
 	}
 }
+
+// A destination subscribed and unsubscribed while Redis is down leaves
+// nothing behind that the outage would wait for: once Redis is back the
+// outage ends though no subscription connection exists.
+func TestOutageEndsWithoutSubscriptions(t *testing.T) {
+	rs := testredis.Start(t)
+	a := startInstance(t, "a", rs.Addr)
+	rs.Kill()
+	conn := a.dial(t)
+	sub := stomptest.Subscribe(t, conn, "/topic/brief")
+	poll.Until(t, clientTimeout, func() error {
+		if active, _ := a.obs.inOutage(); !active {
+			return fmt.Errorf("outage not reported")
+		}
+		return nil
+	})
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatalf("UNSUBSCRIBE: %v", err)
+	}
+	if err := conn.Send(stomptest.SyncDestination, "", nil, stomp.SendOpt.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	rs.Restart()
+	poll.Until(t, clientTimeout, func() error {
+		if active, entered := a.obs.inOutage(); active || entered != 1 {
+			return fmt.Errorf("outage active %v, entered %d times; want false and 1", active, entered)
+		}
+		return nil
+	})
+}

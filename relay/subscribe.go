@@ -164,7 +164,12 @@ func (r *Relay) apply(s *subs, changes []change) {
 		g := s.groups[id]
 		if g.conn == nil {
 			// A new group connects below (retryAt is zero); one waiting
-			// to retry subscribes to all its channels when it does.
+			// to retry subscribes to all its channels when it does, and
+			// one left without channels is dropped.
+			if len(g.channels) == 0 {
+				delete(s.groups, id)
+				r.outage.remove(groupPath(id))
+			}
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
