@@ -118,6 +118,7 @@ func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, er
 		vals, err = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst).Int64Slice()
 	}
 	if err != nil {
+		s.followCluster()
 		return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
 	}
 	if len(vals) != 4 {
@@ -148,6 +149,7 @@ func (s *RedisStore) Ban(ctx context.Context, key string, d time.Duration) error
 		err = s.client.Del(ctx, s.banKey(key)).Err()
 	}
 	if err != nil {
+		s.followCluster()
 		return fmt.Errorf("handshake: redis ban: %w", err)
 	}
 	return nil
@@ -167,12 +169,28 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	// go-redis passes both through unscaled.
 	d, err := s.client.PTTL(ctx, s.banKey(key)).Result()
 	if err != nil {
+		s.followCluster()
 		return 0, false, fmt.Errorf("handshake: redis ban check: %w", err)
 	}
 	if d <= 0 {
 		return 0, false, nil
 	}
 	return d, true, nil
+}
+
+// followCluster schedules a reload of a Cluster client's slot map after a
+// failed call. A connection that stops answering (a paused or partitioned
+// master) is already bounded by Timeout and dropped from the pool when it
+// times out (ContextTimeoutEnabled), but go-redis learns that a replica
+// took over only from a MOVED answer or its periodic reload (60 s by
+// default), and a silent master sends no MOVED: without this the store
+// would fail for up to a minute after the failover completed. go-redis
+// runs one reload at a time, at most one per 200 ms, however many calls
+// fail.
+func (s *RedisStore) followCluster() {
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
 
 // bucketKey is the hash holding zone's state for key. The hash tag {key}

@@ -5,9 +5,39 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// Socket timeouts of NewUniversalClient, each applied when the URL leaves
+// it unset (dial_timeout=, read_timeout=, write_timeout=).
+const (
+	// DefaultDialTimeout bounds opening a connection. A node on the
+	// same network connects in a millisecond; one that takes a second is
+	// as good as down, and the next attempt comes soon.
+	DefaultDialTimeout = time.Second
+	// DefaultReadTimeout bounds waiting for a reply where the caller
+	// set no deadline (go-redis' default is 3 s). A healthy Redis
+	// answers the largest pipeline the relay sends in milliseconds; a
+	// Cluster slot-map reload that meets a paused node gives up on it
+	// after this and asks the next one.
+	DefaultReadTimeout = 500 * time.Millisecond
+	// DefaultWriteTimeout bounds writing a command, for the same reason.
+	DefaultWriteTimeout = 500 * time.Millisecond
+)
+
+// socketTimeouts fills the timeouts the URL left at zero.
+func socketTimeouts(dial, read, write *time.Duration) {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{dial, DefaultDialTimeout}, {read, DefaultReadTimeout}, {write, DefaultWriteTimeout}} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+}
 
 // NewUniversalClient builds a Redis client from the -redis-url setting. The
 // accepted forms are:
@@ -30,7 +60,12 @@ import (
 //
 // The client always has ContextTimeoutEnabled set, so a per-call context
 // deadline (RedisConfig.Timeout) also bounds a server that accepts the
-// connection but never answers. The caller closes the client.
+// connection but never answers. Socket timeouts the URL leaves unset (or
+// zero) are DefaultDialTimeout, DefaultReadTimeout and
+// DefaultWriteTimeout, below go-redis' own: they bound the calls that
+// carry no deadline of their own, above all a Cluster client's reload of
+// its slot map, which must skip a paused node quickly to find the
+// replica promoted in its place. The caller closes the client.
 //
 // Errors name the setting and never repeat the password.
 func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
@@ -48,6 +83,7 @@ func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, urlError(rawURL, err)
 		}
 		opt.ContextTimeoutEnabled = true
+		socketTimeouts(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout)
 		return redis.NewClient(opt), nil
 	case "redis+sentinel", "rediss+sentinel":
 		opt, err := parseSentinelURL(strings.TrimSuffix(scheme, "+sentinel"), rest)
@@ -55,6 +91,7 @@ func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, urlError(rawURL, err)
 		}
 		opt.ContextTimeoutEnabled = true
+		socketTimeouts(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout)
 		return redis.NewFailoverClient(opt), nil
 	case "redis+cluster", "rediss+cluster":
 		opt, err := parseClusterURL(strings.TrimSuffix(scheme, "+cluster"), rest)
@@ -62,6 +99,7 @@ func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, urlError(rawURL, err)
 		}
 		opt.ContextTimeoutEnabled = true
+		socketTimeouts(&opt.DialTimeout, &opt.ReadTimeout, &opt.WriteTimeout)
 		return redis.NewClusterClient(opt), nil
 	default:
 		return nil, urlError(rawURL, errors.New("unknown scheme "+strings.ToValidUTF8(scheme, "?")+

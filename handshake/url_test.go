@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,15 +18,16 @@ func TestNewUniversalClient(t *testing.T) {
 		master   string
 		password string
 		tls      bool
+		read     time.Duration // ReadTimeout; the failover kind is not checked
 	}
 	tests := []struct {
 		url  string
 		want want
 	}{
-		{url: "redis://127.0.0.1:6380/2", want: want{kind: "single", addrs: []string{"127.0.0.1:6380"}, db: 2}},
-		{url: "redis://:secret@redis.internal", want: want{kind: "single", addrs: []string{"redis.internal:6379"}, password: "secret"}},
-		{url: "rediss://redis.internal:6380/0?dial_timeout=1s", want: want{kind: "single", addrs: []string{"redis.internal:6380"}, tls: true}},
-		{url: "unix:///run/redis.sock?db=3", want: want{kind: "single", addrs: []string{"/run/redis.sock"}, db: 3}},
+		{url: "redis://127.0.0.1:6380/2", want: want{kind: "single", addrs: []string{"127.0.0.1:6380"}, db: 2, read: DefaultReadTimeout}},
+		{url: "redis://:secret@redis.internal", want: want{kind: "single", addrs: []string{"redis.internal:6379"}, password: "secret", read: DefaultReadTimeout}},
+		{url: "rediss://redis.internal:6380/0?dial_timeout=1s&read_timeout=2s", want: want{kind: "single", addrs: []string{"redis.internal:6380"}, tls: true, read: 2 * time.Second}},
+		{url: "unix:///run/redis.sock?db=3", want: want{kind: "single", addrs: []string{"/run/redis.sock"}, db: 3, read: DefaultReadTimeout}},
 		{
 			url:  "redis+sentinel://:pw@s1:26379,s2:26379,s3/mymaster/1",
 			want: want{kind: "failover", addrs: []string{"s1:26379", "s2:26379", "s3:26379"}, master: "mymaster", db: 1, password: "pw"},
@@ -36,9 +38,12 @@ func TestNewUniversalClient(t *testing.T) {
 		},
 		{
 			url:  "redis+cluster://:pw@n1:7000,n2:7001,n3:7002?read_only=true",
-			want: want{kind: "cluster", addrs: []string{"n1:7000", "n2:7001", "n3:7002"}, password: "pw"},
+			want: want{kind: "cluster", addrs: []string{"n1:7000", "n2:7001", "n3:7002"}, password: "pw", read: DefaultReadTimeout},
 		},
-		{url: "rediss+cluster://n1:7000", want: want{kind: "cluster", addrs: []string{"n1:7000"}, tls: true}},
+		{url: "rediss+cluster://n1:7000", want: want{kind: "cluster", addrs: []string{"n1:7000"}, tls: true, read: DefaultReadTimeout}},
+		// -1 is go-redis' "no timeout", which it stores as 0: kept, not
+		// replaced by the default.
+		{url: "redis+cluster://n1:7000?read_timeout=-1", want: want{kind: "cluster", addrs: []string{"n1:7000"}, read: 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -54,12 +59,18 @@ func TestNewUniversalClient(t *testing.T) {
 				o := c.Options()
 				// A Sentinel-backed client is a *redis.Client too; its
 				// options hold the master name in Addr.
-				got = want{kind: "single", addrs: []string{o.Addr}, db: o.DB, password: o.Password, tls: o.TLSConfig != nil}
+				got = want{kind: "single", addrs: []string{o.Addr}, db: o.DB, password: o.Password, tls: o.TLSConfig != nil, read: o.ReadTimeout}
 				ctxTimeout = o.ContextTimeoutEnabled
+				if o.DialTimeout == 0 || o.WriteTimeout == 0 {
+					t.Errorf("DialTimeout %v, WriteTimeout %v: want them set", o.DialTimeout, o.WriteTimeout)
+				}
 			case *redis.ClusterClient:
 				o := c.Options()
-				got = want{kind: "cluster", addrs: o.Addrs, password: o.Password, tls: o.TLSConfig != nil}
+				got = want{kind: "cluster", addrs: o.Addrs, password: o.Password, tls: o.TLSConfig != nil, read: o.ReadTimeout}
 				ctxTimeout = o.ContextTimeoutEnabled
+				if o.DialTimeout != DefaultDialTimeout || o.WriteTimeout == 0 {
+					t.Errorf("DialTimeout %v, WriteTimeout %v: want %v and set", o.DialTimeout, o.WriteTimeout, DefaultDialTimeout)
+				}
 			default:
 				t.Fatalf("client type %T", c)
 			}

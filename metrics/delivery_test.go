@@ -73,7 +73,8 @@ func TestBoundedCardinality(t *testing.T) {
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
 		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
-		numHTTPTimeouts // HTTP timeouts
+		numHTTPTimeouts + // HTTP timeouts
+		1 + numRelayResubscribeReasons // relay subscriptions down, resubscribes
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

@@ -21,7 +21,8 @@
 //   - store: "redis" or "memory".
 //   - scope: "ip" or "principal" (CapScope).
 //   - direction: "out" or "in" (RelayDirection); reason on the relay's
-//     drops: the constants of RelayDropReason.
+//     drops: the constants of RelayDropReason; on its resubscriptions:
+//     the constants of RelayResubscribeReason.
 //   - destination_prefix: one of Config.DestinationPrefixes.
 //
 // Sessions, principals, client addresses and raw destinations are never
@@ -128,6 +129,15 @@
 //     Redis, else 0.
 //   - stompgate_relay_subscriptions (gauge): Redis channels the relay is
 //     subscribed to, one per destination with local subscribers.
+//   - stompgate_relay_subscriptions_down (gauge): of those, the channels
+//     without a live subscription: lost to a slot move, a failover or a
+//     failed connection and not yet subscribed again (or just subscribed
+//     and not yet confirmed). Above 0 for more than a moment means
+//     messages from other instances are being lost.
+//   - stompgate_relay_resubscribes_total{reason}: subscription
+//     connections the relay replaced, each with all its channels: moved
+//     (a Redis Cluster slot moved), connection (it failed), unanswered (a
+//     PING or confirmation went unanswered: half-open).
 //
 // # Alerts
 //
@@ -136,6 +146,8 @@
 // handshakes, and over 1/s, rejected for 5m),
 // StompgateHandshakeLimiterFallback (an instance on its fallback store for
 // 1m), StompgateRelayOutage (the relay without Redis for 1m),
+// StompgateRelaySubscriptionsDown (relay channels without a live
+// subscription for 30s),
 // StompgateSlowConsumerDisconnects (more than 10 in 10m),
 // StompgateHandshakeLimiterSlow (limiter p99 above 50ms for 5m) and
 // StompgatePanicsRecovered.

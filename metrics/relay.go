@@ -64,12 +64,50 @@ func (r RelayDropReason) String() string {
 	return relayDropReasonLabels[r]
 }
 
+// RelayResubscribeReason is the reason label of
+// stompgate_relay_resubscribes_total.
+type RelayResubscribeReason uint8
+
+// The reasons a relay subscription connection is replaced. A value
+// outside this list is counted as "other".
+const (
+	// RelayResubscribeOther is a reason this package does not name.
+	RelayResubscribeOther RelayResubscribeReason = iota
+	// RelayResubscribeMoved: Redis Cluster moved the channels' slot to
+	// another master (a reshard or a failover).
+	RelayResubscribeMoved
+	// RelayResubscribeConnection: the connection failed.
+	RelayResubscribeConnection
+	// RelayResubscribeUnanswered: a PING or a subscription confirmation
+	// went unanswered (a half-open connection).
+	RelayResubscribeUnanswered
+
+	numRelayResubscribeReasons = iota
+)
+
+var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
+	RelayResubscribeOther:      labelOther,
+	RelayResubscribeMoved:      "moved",
+	RelayResubscribeConnection: "connection",
+	RelayResubscribeUnanswered: "unanswered",
+}
+
+// String returns the label value r is counted under.
+func (r RelayResubscribeReason) String() string {
+	if int(r) >= numRelayResubscribeReasons {
+		return labelOther
+	}
+	return relayResubscribeReasonLabels[r]
+}
+
 // relayMetrics are the cross-instance relay's collectors.
 type relayMetrics struct {
-	messages      [numRelayDirections]prometheus.Counter
-	dropped       [numRelayDropReasons]prometheus.Counter
-	outage        prometheus.Gauge
-	subscriptions prometheus.Gauge
+	messages          [numRelayDirections]prometheus.Counter
+	dropped           [numRelayDropReasons]prometheus.Counter
+	resubscribes      [numRelayResubscribeReasons]prometheus.Counter
+	outage            prometheus.Gauge
+	subscriptions     prometheus.Gauge
+	subscriptionsDown prometheus.Gauge
 }
 
 func (m *Metrics) buildRelay(b *builder) {
@@ -88,6 +126,34 @@ func (m *Metrics) buildRelay(b *builder) {
 		"1 while the cross-instance relay cannot reach Redis, else 0.")
 	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
 		"Redis channels the relay is subscribed to: destinations with local subscribers.")
+	m.relay.subscriptionsDown = b.gauge("stompgate_relay_subscriptions_down",
+		"Redis channels the relay wants but has no live subscription for (lost to a slot move or a failed connection and not yet subscribed again); messages from other instances on them are lost meanwhile.")
+	resubscribes := b.counterVec("stompgate_relay_resubscribes_total",
+		"Relay subscription connections replaced, with every channel they carried, by reason.", "reason")
+	for r, l := range relayResubscribeReasonLabels {
+		m.relay.resubscribes[r] = resubscribes.WithLabelValues(l)
+	}
+}
+
+// RelayResubscribes counts n relay subscription connections replaced
+// (stompgate_relay_resubscribes_total{reason}). n <= 0 counts nothing.
+func (m *Metrics) RelayResubscribes(r RelayResubscribeReason, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	if int(r) >= numRelayResubscribeReasons {
+		r = RelayResubscribeOther
+	}
+	m.relay.resubscribes[r].Add(float64(n))
+}
+
+// SetRelaySubscriptionsDown sets stompgate_relay_subscriptions_down, the
+// number of channels the relay wants without a live subscription.
+func (m *Metrics) SetRelaySubscriptionsDown(n int) {
+	if m == nil {
+		return
+	}
+	m.relay.subscriptionsDown.Set(float64(n))
 }
 
 // RelayMessages counts n messages relayed in direction d

@@ -13,6 +13,10 @@ func TestRelayCounters(t *testing.T) {
 	m.RelayDropped(RelayDropQueueFull, 2)
 	m.RelayDropped(RelayDropRedisError, 7)
 	m.RelayDropped(RelayDropReason(42), 1)
+	m.RelayResubscribes(RelayResubscribeMoved, 4)
+	m.RelayResubscribes(RelayResubscribeUnanswered, 1)
+	m.RelayResubscribes(RelayResubscribeConnection, 0)
+	m.RelayResubscribes(RelayResubscribeReason(42), 2)
 
 	tests := []struct {
 		name, label, value string
@@ -25,6 +29,10 @@ func TestRelayCounters(t *testing.T) {
 		{"stompgate_relay_dropped_total", "reason", "redis_error", 7},
 		{"stompgate_relay_dropped_total", "reason", "malformed", 0},
 		{"stompgate_relay_dropped_total", "reason", "other", 1},
+		{"stompgate_relay_resubscribes_total", "reason", "moved", 4},
+		{"stompgate_relay_resubscribes_total", "reason", "connection", 0},
+		{"stompgate_relay_resubscribes_total", "reason", "unanswered", 1},
+		{"stompgate_relay_resubscribes_total", "reason", "other", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"/"+tt.value, func(t *testing.T) {
@@ -54,6 +62,10 @@ func TestRelayGauges(t *testing.T) {
 	if got := sample(t, reg, "stompgate_relay_subscriptions"); got != 12 {
 		t.Errorf("relay_subscriptions = %v, want 12", got)
 	}
+	m.SetRelaySubscriptionsDown(3)
+	if got := sample(t, reg, "stompgate_relay_subscriptions_down"); got != 3 {
+		t.Errorf("relay_subscriptions_down = %v, want 3", got)
+	}
 }
 
 func TestRelayLabelStrings(t *testing.T) {
@@ -69,6 +81,10 @@ func TestRelayLabelStrings(t *testing.T) {
 		{RelayDropRedisError.String(), "redis_error"},
 		{RelayDropMalformed.String(), "malformed"},
 		{RelayDropReason(200).String(), "other"},
+		{RelayResubscribeMoved.String(), "moved"},
+		{RelayResubscribeConnection.String(), "connection"},
+		{RelayResubscribeUnanswered.String(), "unanswered"},
+		{RelayResubscribeReason(200).String(), "other"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -32,10 +32,12 @@ func (o *benchObserver) RelayMessages(dir string, n int) {
 		o.in.Add(int64(n))
 	}
 }
-func (o *benchObserver) RelayDropped(_ string, n int) { o.dropped.Add(int64(n)) }
-func (o *benchObserver) RelayOutage(bool)             {}
-func (o *benchObserver) RelaySubscriptions(int)       {}
-func (o *benchObserver) Delivered(string, int)        {}
+func (o *benchObserver) RelayDropped(_ string, n int)  { o.dropped.Add(int64(n)) }
+func (o *benchObserver) RelayOutage(bool)              {}
+func (o *benchObserver) RelaySubscriptions(int)        {}
+func (o *benchObserver) RelaySubscriptionsDown(int)    {}
+func (o *benchObserver) RelayResubscribes(string, int) {}
+func (o *benchObserver) Delivered(string, int)         {}
 
 // countingSubscriber is a broker subscriber that only counts.
 type countingSubscriber struct{ n atomic.Int64 }

@@ -14,8 +14,9 @@ import (
 )
 
 // On Redis Cluster the relay uses sharded Pub/Sub; when the master that
-// owns a channel's slot restarts, the relay subscribes again by itself
-// and messages cross again.
+// owns a channel's slot restarts, or the slot moves to another master,
+// the relay subscribes again by itself, on the master that owns the slot
+// now, and messages cross again.
 func TestClusterResubscribe(t *testing.T) {
 	rc := testredis.StartCluster(t)
 	newClient := func() redis.UniversalClient {
@@ -85,4 +86,31 @@ func TestClusterResubscribe(t *testing.T) {
 	node.Restart()
 	waitShardSubscribed()
 	crosses()
+
+	// Resharding: the slot moves to another master, which Redis tells
+	// the subscribers by unsubscribing them.
+	slot, err := rdb.ClusterKeySlot(context.Background(), ch).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range rc.Nodes {
+		if n != node {
+			node = n
+			break
+		}
+	}
+	rc.MoveSlot(int(slot), node)
+	direct = redis.NewClient(&redis.Options{Addr: node.Addr})
+	t.Cleanup(func() { _ = direct.Close() })
+	waitShardSubscribed()
+	crosses()
+	if n := a.obs.resubscribes(ResubscribeMoved); n == 0 {
+		t.Errorf("a: no resubscription for a moved slot counted")
+	}
+	poll.Until(t, clientTimeout, func() error {
+		if subs, down := a.obs.subscriptions(); subs != 1 || down != 0 {
+			return fmt.Errorf("a: %d channels subscribed, %d down; want 1 and 0", subs, down)
+		}
+		return nil
+	})
 }

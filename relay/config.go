@@ -23,9 +23,19 @@ const (
 	// DefaultTimeout bounds one pipeline and one SUBSCRIBE or UNSUBSCRIBE:
 	// a local Redis answers a full batch in about a millisecond.
 	DefaultTimeout = time.Second
-	// DefaultPingInterval is how long the receiver waits for a message
-	// before it pings Redis to check the subscription connection.
-	DefaultPingInterval = 5 * time.Second
+	// DefaultPingInterval is how long a subscription connection may be
+	// silent before it is checked with PING. A Redis that stops answering
+	// without closing the socket (a paused or partitioned node) is found
+	// within PingInterval + PingTimeout: 2 s, about a Redis Cluster
+	// failover with cluster-node-timeout 2000, so that the relay is ready
+	// to follow the promoted replica when it takes over. It costs one
+	// PING a second per idle connection.
+	DefaultPingInterval = time.Second
+	// DefaultPingTimeout is how long a PING, or a new subscription's
+	// confirmation, may go unanswered before the connection is closed and
+	// replaced. A local Redis answers in well under a millisecond; a
+	// second tolerates a loaded machine.
+	DefaultPingTimeout = time.Second
 	// DefaultRetryInterval is the pause between two attempts to reach
 	// Redis again after the subscription connection failed.
 	DefaultRetryInterval = 250 * time.Millisecond
@@ -62,9 +72,16 @@ type Config struct {
 	// before it is checked with PING. Default DefaultPingInterval;
 	// negative is an error.
 	PingInterval time.Duration
-	// RetryInterval is the pause before reconnecting a failed
-	// subscription connection. Default DefaultRetryInterval; negative is
-	// an error.
+	// PingTimeout is how long a PING or a subscription confirmation may
+	// go unanswered before the connection is replaced (counted in
+	// Observer.RelayResubscribes with ResubscribeUnanswered). Default
+	// DefaultPingTimeout; negative is an error.
+	PingTimeout time.Duration
+	// RetryInterval is the pause before reconnecting a subscription
+	// connection whose last attempt failed, and between the publisher's
+	// checks of Redis while it is unreachable. A connection lost after it
+	// worked is replaced at once. Default DefaultRetryInterval; negative
+	// is an error.
 	RetryInterval time.Duration
 	// ShardGroups is, on Redis Cluster only, the number of hash slots the
 	// channels are spread over. Default DefaultShardGroups; negative or
@@ -72,8 +89,11 @@ type Config struct {
 	ShardGroups int
 	// Observer is told about relayed and dropped messages. Nil: none.
 	Observer Observer
-	// Logger receives the outage state changes: Warn when Redis becomes
-	// unreachable, Info when it is back. Nil means slog.Default().
+	// Logger receives the state changes: Warn when Redis becomes
+	// unreachable and Info when it is back; Warn when subscriptions are
+	// lost (a slot moved, a connection failed) and Info when every
+	// channel is subscribed again, one pair per storm, not per channel.
+	// Nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -96,6 +116,18 @@ const (
 	DropMalformed = "malformed"
 )
 
+// The reason label values of Observer.RelayResubscribes.
+const (
+	// ResubscribeMoved: Redis Cluster moved the channels' slot to
+	// another master (Redis unsubscribed them, or answered MOVED).
+	ResubscribeMoved = "moved"
+	// ResubscribeConnection: the subscription connection failed.
+	ResubscribeConnection = "connection"
+	// ResubscribeUnanswered: a PING or a subscription confirmation went
+	// unanswered for PingTimeout (a half-open connection).
+	ResubscribeUnanswered = "unanswered"
+)
+
 // Observer receives the relay's events, for metrics. Its methods are
 // called from the relay's goroutines and from Publish, concurrently; they
 // must be cheap and must not block.
@@ -110,6 +142,16 @@ type Observer interface {
 	// RelaySubscriptions is the number of channels the relay is
 	// subscribed to: the destinations with local subscribers.
 	RelaySubscriptions(n int)
+	// RelaySubscriptionsDown is the number of those channels without a
+	// live subscription in Redis: lost and not yet subscribed again, or
+	// just subscribed and not yet confirmed. Messages published to them
+	// meanwhile do not reach this instance.
+	RelaySubscriptionsDown(n int)
+	// RelayResubscribes counts n subscription connections replaced, by
+	// reason (ResubscribeMoved, ResubscribeConnection,
+	// ResubscribeUnanswered); each carries every channel of its shard
+	// group.
+	RelayResubscribes(reason string, n int)
 	// Delivered counts n local subscribers that were handed a message
 	// from another instance.
 	Delivered(destination string, n int)
@@ -117,11 +159,13 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) RelayMessages(string, int) {}
-func (nopObserver) RelayDropped(string, int)  {}
-func (nopObserver) RelayOutage(bool)          {}
-func (nopObserver) RelaySubscriptions(int)    {}
-func (nopObserver) Delivered(string, int)     {}
+func (nopObserver) RelayMessages(string, int)     {}
+func (nopObserver) RelayDropped(string, int)      {}
+func (nopObserver) RelayOutage(bool)              {}
+func (nopObserver) RelaySubscriptions(int)        {}
+func (nopObserver) RelaySubscriptionsDown(int)    {}
+func (nopObserver) RelayResubscribes(string, int) {}
+func (nopObserver) Delivered(string, int)         {}
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {
@@ -162,6 +206,7 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"Timeout", &c.Timeout, DefaultTimeout},
 		{"PingInterval", &c.PingInterval, DefaultPingInterval},
+		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},
 		{"RetryInterval", &c.RetryInterval, DefaultRetryInterval},
 	} {
 		if *d.v < 0 {

@@ -50,9 +50,45 @@
 // where group is FNV-1a of the destination modulo Config.ShardGroups
 // (default 64). The hash tag puts every channel of a group in one slot:
 // the relay holds one subscription connection per group in use, to that
-// slot's master, and go-redis' reconnect, which subscribes a connection to
-// all its channels in one command, stays valid. Instances sharing a Redis
-// must use the same Prefix and ShardGroups.
+// slot's master. Instances sharing a Redis must use the same Prefix and
+// ShardGroups.
+//
+// # Following the cluster
+//
+// A subscription connection belongs to the relay, not to go-redis'
+// reconnect, because where it must go changes: it is opened on the master
+// that owns its group's slot, from a slot map reloaded just before, and a
+// channel counts as live only once Redis has confirmed it. The connection
+// is replaced, with every channel of its group, when
+//
+//   - Redis unsubscribes a channel the relay still wants, or answers
+//     MOVED: the slot moved to another master (a reshard, or a failed-over
+//     master that came back as a replica) — reason "moved";
+//   - it fails (a killed master, a restarted Redis) — "connection";
+//   - a PING, sent after PingInterval of silence, or the confirmation of
+//     its subscriptions goes unanswered for PingTimeout: the node stopped
+//     answering without closing the socket (paused, partitioned) —
+//     "unanswered".
+//
+// A connection that had worked is replaced at once; an attempt that
+// fails is retried after RetryInterval, on a freshly reloaded slot map,
+// until the cluster names a master that answers. The publisher reloads
+// the slot map after a failed batch too: go-redis learns of a new master
+// only from a MOVED answer or a reload every minute, and a dead or paused
+// master answers nothing.
+//
+// The bound: after a slot move, delivery resumes within a round trip or
+// two (the unsubscribe arrives, the new SSUBSCRIBE is confirmed); after a
+// failover, within RetryInterval + PingTimeout of the cluster reporting
+// it complete (an attempt begun just before may wait on the old master
+// for PingTimeout), about 1.25 s with the defaults; a half-open
+// connection is found within PingInterval + PingTimeout (2 s). Messages
+// published meanwhile are lost, at most once: those the publisher could
+// not hand to Redis are counted (Observer.RelayDropped, redis_error);
+// those Redis took while this instance's subscription was down cannot be
+// counted here, but Observer.RelaySubscriptionsDown is above zero for
+// exactly that time. The relay logs one Warn when subscriptions are lost
+// and one Info when all are live again, per storm, not per channel.
 //
 // # Wire format
 //
@@ -74,8 +110,10 @@
 // When Redis is unreachable the relay never blocks the broker or a
 // session: local delivery goes on, messages that cannot cross are counted
 // (Observer.RelayDropped), and the outage is logged once when it starts
-// (Warn) and once when it ends (Info). go-redis reconnects the
-// subscription connections and subscribes them again to every channel;
-// the relay paces the attempts (Config.RetryInterval) and checks a silent
-// connection with PING (Config.PingInterval).
+// (Warn) and once when it ends (Info). The relay reaches Redis along
+// several paths (the publisher's pool, each subscription connection) that
+// come back at different moments; the outage ends only when every one of
+// them has worked again, so one outage is one pair of lines. While it
+// lasts and nothing is published, the publisher checks Redis with PING
+// every RetryInterval. Subscription connections are replaced as above.
 package relay

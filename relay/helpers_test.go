@@ -3,6 +3,7 @@ package relay
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type instance struct {
 	broker *broker.Broker
 	url    string
 	obs    *countingObserver
+	logs   *logRecorder
 	client redis.UniversalClient
 }
 
@@ -45,7 +47,8 @@ func startInstance(t *testing.T, name, addr string) *instance {
 func startInstanceClient(t *testing.T, name string, client redis.UniversalClient) *instance {
 	t.Helper()
 	obs := newCountingObserver()
-	r, err := New(Config{Client: client, Observer: obs, RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
+	logs := &logRecorder{}
+	r, err := New(Config{Client: client, Observer: obs, Logger: slog.New(logs), RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -76,6 +79,7 @@ func startInstanceClient(t *testing.T, name string, client redis.UniversalClient
 		broker: b,
 		url:    "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws",
 		obs:    obs,
+		logs:   logs,
 		client: client,
 	}
 }
@@ -112,11 +116,13 @@ type countingObserver struct {
 	outages  int // transitions into an outage
 	outage   bool
 	subs     int
+	down     int
+	resubs   map[string]int
 	deliver  int
 }
 
 func newCountingObserver() *countingObserver {
-	return &countingObserver{messages: map[string]int{}, dropped: map[string]int{}}
+	return &countingObserver{messages: map[string]int{}, dropped: map[string]int{}, resubs: map[string]int{}}
 }
 
 func (o *countingObserver) RelayMessages(dir string, n int) {
@@ -144,6 +150,33 @@ func (o *countingObserver) RelaySubscriptions(n int) {
 	o.mu.Lock()
 	o.subs = n
 	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelaySubscriptionsDown(n int) {
+	o.mu.Lock()
+	o.down = n
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) RelayResubscribes(reason string, n int) {
+	o.mu.Lock()
+	o.resubs[reason] += n
+	o.mu.Unlock()
+}
+
+// subscriptions returns the last subscription gauges: channels
+// subscribed and channels without a live subscription.
+func (o *countingObserver) subscriptions() (subs, down int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.subs, o.down
+}
+
+// resubscribes returns the connections replaced for reason.
+func (o *countingObserver) resubscribes(reason string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.resubs[reason]
 }
 
 func (o *countingObserver) Delivered(_ string, n int) {

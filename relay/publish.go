@@ -2,6 +2,7 @@ package relay
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -18,6 +19,10 @@ const maxCachedChannels = 4096
 // commands and waits for the answers before the next batch. One
 // goroutine and one pipeline at a time keep each publisher's messages in
 // order. On Close it publishes what is still queued, then returns.
+//
+// While Redis is unreachable and no message comes to prove the
+// publisher's connections, it checks them with PING every RetryInterval,
+// so that the outage can end (see outage) without waiting for traffic.
 func (r *Relay) publisher() {
 	defer r.wg.Done()
 	p := &batch{
@@ -26,17 +31,39 @@ func (r *Relay) publisher() {
 		msgs:     make([]*broker.Message, 0, r.cfg.BatchSize),
 		channels: make(map[string]string),
 	}
+	probe := time.NewTimer(time.Hour)
+	defer probe.Stop()
 	for {
+		var check <-chan time.Time
+		if r.outage.suspected(pathPublish) {
+			probe.Reset(r.cfg.RetryInterval)
+			check = probe.C
+		}
 		select {
 		case m := <-r.out:
 			p.msgs = append(p.msgs, m)
 		case <-r.stop:
 			p.drainAndFlush()
 			return
+		case <-check:
+			r.ping()
+			continue
 		}
 		p.fill()
 		p.flush()
 	}
+}
+
+// ping checks the publisher's path to Redis.
+func (r *Relay) ping() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
+	err := r.cfg.Client.Ping(ctx).Err()
+	cancel()
+	if err != nil {
+		r.outage.failed(pathPublish, "ping", err)
+		return
+	}
+	r.outage.ok(pathPublish)
 }
 
 // batch is the publisher's reusable state.
@@ -108,9 +135,13 @@ func (p *batch) flush() {
 	}
 	if failed > 0 {
 		r.cfg.Observer.RelayDropped(DropRedisError, failed)
-		r.outage.failed("publish", err)
+		r.outage.failed(pathPublish, "publish", err)
+		// A master may have failed over: go-redis learns of a new
+		// master only from a MOVED answer or its periodic reload, and a
+		// dead or paused master answers nothing.
+		r.reloadTopology()
 	} else {
-		r.outage.ok()
+		r.outage.ok(pathPublish)
 	}
 	clear(p.msgs)
 	p.msgs = p.msgs[:0]

@@ -23,8 +23,9 @@ import (
 //
 // Nothing on the session's path waits for Redis: Publish and the hooks
 // only enqueue. Three kinds of goroutine do the rest: one publisher that
-// drains the queue into pipelines, one that applies subscription changes
-// in order, and one receiver per subscription connection.
+// drains the queue into pipelines, one control goroutine that applies
+// subscription changes in order and replaces lost subscription
+// connections, and one receiver per subscription connection.
 //
 // The zero value is not usable; call New, then Start with the broker built
 // with the relay as its Hooks. A Relay is safe for concurrent use.
@@ -49,6 +50,12 @@ type Relay struct {
 	changed map[string]struct{}
 	started bool
 	broker  *broker.Broker
+
+	// evMu guards events, the receivers' reports in the order they were
+	// made, taken by the control goroutine. It is never held while
+	// calling anything.
+	evMu   sync.Mutex
+	events []connEvent
 
 	wg sync.WaitGroup
 }

@@ -278,4 +278,109 @@ func TestRedisOutage(t *testing.T) {
 		}
 		return nil
 	})
+	// One outage, logged once when it started and once when it ended,
+	// though the subscription connection and the publisher's pool came
+	// back at different moments.
+	for _, inst := range []*instance{a, b} {
+		if got := inst.logs.count("WARN", "unreachable"); got != 1 {
+			t.Errorf("%s: %d outage start lines, want 1", inst.name, got)
+		}
+		if got := inst.logs.count("INFO", "reachable again"); got != 1 {
+			t.Errorf("%s: %d outage end lines, want 1", inst.name, got)
+		}
+	}
+}
+
+// A Redis that stops answering without closing its sockets (SIGSTOP):
+// the relay finds its subscription connection half-open with a bounded
+// PING, reports the channel down, keeps trying, and once Redis answers
+// again subscribes anew; messages cross again, sessions never notice,
+// and the run of lost subscriptions is logged once each way.
+func TestHalfOpenRedis(t *testing.T) {
+	rs := testredis.Start(t)
+	a := startInstance(t, "a", rs.Addr)
+	b := startInstance(t, "b", rs.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+
+	const dest = "/topic/halfopen"
+	subA := stomptest.Subscribe(t, a.dial(t), dest)
+	waitSubscribers(t, rdb, a.relay, dest, 1)
+	pubB := b.dial(t)
+	crosses := func() {
+		t.Helper()
+		poll.Until(t, 2*clientTimeout, func() error {
+			if err := pubB.Send(dest, "text/plain", []byte("x"), nil); err != nil {
+				t.Fatalf("SEND: %v", err)
+			}
+			select {
+			case m := <-subA.C:
+				if m.Err != nil {
+					t.Fatalf("subscription: %v", m.Err)
+				}
+				return nil
+			case <-time.After(100 * time.Millisecond):
+				return fmt.Errorf("no message crossed yet")
+			}
+		})
+	}
+	crosses()
+	if _, down := a.obs.subscriptions(); down != 0 {
+		t.Fatalf("a: %d channels down before the pause, want 0", down)
+	}
+
+	rs.Pause()
+	poll.Until(t, clientTimeout, func() error {
+		if n := a.obs.resubscribes(ResubscribeUnanswered); n == 0 {
+			return fmt.Errorf("a: half-open connection not found yet")
+		}
+		if _, down := a.obs.subscriptions(); down != 1 {
+			return fmt.Errorf("a: %d channels down, want 1", down)
+		}
+		return nil
+	})
+	rs.Resume()
+	crosses()
+	poll.Until(t, clientTimeout, func() error {
+		if subs, down := a.obs.subscriptions(); subs != 1 || down != 0 {
+			return fmt.Errorf("a: %d channels subscribed, %d down; want 1 and 0", subs, down)
+		}
+		return nil
+	})
+	if got := a.logs.count("WARN", "subscriptions lost"); got != 1 {
+		t.Errorf("a: %d lines for lost subscriptions, want 1", got)
+	}
+	if got := a.logs.count("INFO", "subscriptions restored"); got != 1 {
+		t.Errorf("a: %d lines for restored subscriptions, want 1", got)
+	}
+}
+
+// A destination subscribed and unsubscribed while Redis is down leaves
+// nothing behind that the outage would wait for: once Redis is back the
+// outage ends though no subscription connection exists.
+func TestOutageEndsWithoutSubscriptions(t *testing.T) {
+	rs := testredis.Start(t)
+	a := startInstance(t, "a", rs.Addr)
+	rs.Kill()
+	conn := a.dial(t)
+	sub := stomptest.Subscribe(t, conn, "/topic/brief")
+	poll.Until(t, clientTimeout, func() error {
+		if active, _ := a.obs.inOutage(); !active {
+			return fmt.Errorf("outage not reported")
+		}
+		return nil
+	})
+	if err := sub.Unsubscribe(); err != nil {
+		t.Fatalf("UNSUBSCRIBE: %v", err)
+	}
+	if err := conn.Send(stomptest.SyncDestination, "", nil, stomp.SendOpt.Receipt); err != nil {
+		t.Fatal(err)
+	}
+	rs.Restart()
+	poll.Until(t, clientTimeout, func() error {
+		if active, entered := a.obs.inOutage(); active || entered != 1 {
+			return fmt.Errorf("outage active %v, entered %d times; want false and 1", active, entered)
+		}
+		return nil
+	})
 }

@@ -9,10 +9,13 @@ package testredis
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +47,12 @@ type Server struct {
 	args []string
 
 	mu sync.Mutex
-	// proc is the running process, nil after Kill. Guarded by mu.
-	proc *testproc.Process
+	// proc is the running process, nil after Kill; pid is its process
+	// id, read from INFO once it answers; paused is true between Pause
+	// and Resume. Guarded by mu.
+	proc   *testproc.Process
+	pid    int
+	paused bool
 }
 
 // Start runs redis-server on a free 127.0.0.1 port with
@@ -54,10 +61,15 @@ type Server struct {
 // it. It fails the test if the server cannot be started.
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
+	return startOnPort(tb, testproc.FreePort(tb), args...)
+}
+
+// startOnPort is Start on a chosen port.
+func startOnPort(tb testing.TB, port int, args ...string) *Server {
+	tb.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatal(installHint)
 	}
-	port := testproc.FreePort(tb)
 	s := &Server{
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 		tb:   tb,
@@ -81,10 +93,48 @@ func (s *Server) URL() string {
 func (s *Server) Kill() {
 	s.mu.Lock()
 	proc := s.proc
-	s.proc = nil
+	s.proc, s.pid, s.paused = nil, 0, false
 	s.mu.Unlock()
 	if proc != nil {
 		proc.Kill()
+	}
+}
+
+// Pause stops the process with SIGSTOP: it keeps its sockets open, the
+// kernel still accepts connections for it, and nothing is answered until
+// Resume. This is the half-open peer that only a bounded health check
+// finds. Pause on a stopped server does nothing.
+func (s *Server) Pause() {
+	s.tb.Helper()
+	s.signal(syscall.SIGSTOP, true)
+}
+
+// Resume continues a paused process (SIGCONT).
+func (s *Server) Resume() {
+	s.tb.Helper()
+	s.signal(syscall.SIGCONT, false)
+}
+
+// running reports whether the process runs and is not paused.
+func (s *Server) running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.paused
+}
+
+func (s *Server) signal(sig syscall.Signal, paused bool) {
+	s.tb.Helper()
+	s.mu.Lock()
+	pid := s.pid
+	if pid != 0 {
+		s.paused = paused
+	}
+	s.mu.Unlock()
+	if pid == 0 {
+		return
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		s.tb.Fatalf("testredis: %v to redis-server %d on %s: %v", sig, pid, s.Addr, err)
 	}
 }
 
@@ -120,6 +170,61 @@ func (s *Server) start() {
 		s.Kill()
 		s.tb.Fatalf("testredis: redis-server on %s did not answer PING: %v\n%s", s.Addr, err, proc.Output())
 	}
+	info, err := query(s.Addr, "INFO server")
+	if err != nil {
+		s.Kill()
+		s.tb.Fatalf("testredis: INFO on %s: %v", s.Addr, err)
+	}
+	pid, err := infoField(info, "process_id")
+	if err != nil {
+		s.Kill()
+		s.tb.Fatalf("testredis: INFO on %s: %v", s.Addr, err)
+	}
+	s.mu.Lock()
+	s.pid = pid
+	s.mu.Unlock()
+}
+
+// query sends one inline command and returns its bulk string reply.
+func query(addr, cmd string) (string, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return "", err
+	}
+	if _, err := conn.Write([]byte(cmd + "\r\n")); err != nil {
+		return "", err
+	}
+	rd := bufio.NewReader(conn)
+	head, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(head, "$") {
+		return "", fmt.Errorf("%s answered %q", cmd, head)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil || n < 0 {
+		return "", fmt.Errorf("%s answered %q", cmd, head)
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(rd, body); err != nil {
+		return "", err
+	}
+	return string(body[:n]), nil
+}
+
+// infoField returns the integer field name of an INFO reply.
+func infoField(info, name string) (int, error) {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO", name)
 }
 
 // ping sends one inline PING and expects +PONG.
