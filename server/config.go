@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"path"
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
@@ -90,8 +91,12 @@ type Config struct {
 	// Default DefaultConnectTimeout; negative is an error.
 	ConnectTimeout time.Duration
 	// HeartBeatSend and HeartBeatReceive are the server's heart-beat
-	// offer (CONNECTED heart-beat "send,receive"). Default
-	// DefaultHeartBeat each; negative disables that direction.
+	// offer (CONNECTED heart-beat "send,receive"), with STOMP's own
+	// meaning of zero: the server cannot send, or does not want,
+	// heart-beats in that direction (STOMP 1.2 "Heart-beating"). The
+	// zero Config therefore offers none, and sessions whose client sends
+	// none are watched with WebSocket pings (PingInterval); wsserver
+	// offers DefaultHeartBeat each way. Negative is an error.
 	HeartBeatSend, HeartBeatReceive time.Duration
 	// HeartBeatTolerance is added to the negotiated incoming interval
 	// before a silent client is closed. Default
@@ -232,12 +237,17 @@ func (c Config) withDefaults() (Config, error) {
 			*d.v = d.def
 		}
 	}
-	for _, d := range []*time.Duration{&c.HeartBeatSend, &c.HeartBeatReceive} {
-		switch {
-		case *d == 0:
-			*d = DefaultHeartBeat
-		case *d < 0:
-			*d = 0
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"HeartBeatSend", c.HeartBeatSend}, {"HeartBeatReceive", c.HeartBeatReceive}} {
+		if d.v < 0 {
+			return c, fmt.Errorf("server: %s %v is negative (zero means no heart-beat)", d.name, d.v)
+		}
+	}
+	for _, p := range c.OriginPatterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return c, fmt.Errorf("server: OriginPatterns %q is not a valid pattern: %v", p, err)
 		}
 	}
 	switch {

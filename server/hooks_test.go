@@ -131,3 +131,20 @@ func TestSessionIDsAreRandom(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestHeartBeatZeroMeansNever checks STOMP's meaning of zero in the
+// server's offer: a zero HeartBeatSend answers "0,..." in CONNECTED, and
+// a negative one is an error rather than a second way to say it.
+func TestHeartBeatZeroMeansNever(t *testing.T) {
+	ts := startServer(t, Config{HeartBeatSend: 0, HeartBeatReceive: 7 * time.Second})
+	c := dialRaw(t, ts.url)
+	if got := c.connect().Get("heart-beat"); got != "0,7000" {
+		t.Fatalf("CONNECTED heart-beat %q, want 0,7000", got)
+	}
+	if _, err := New(Config{HeartBeatSend: -time.Second}); err == nil || !strings.Contains(err.Error(), "HeartBeatSend") {
+		t.Fatalf("New with a negative HeartBeatSend: %v, want an error naming it", err)
+	}
+	if _, err := New(Config{OriginPatterns: []string{"ok.example", "["}}); err == nil || !strings.Contains(err.Error(), "OriginPatterns") {
+		t.Fatalf("New with a bad origin pattern: %v, want an error naming OriginPatterns", err)
+	}
+}

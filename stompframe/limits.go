@@ -17,6 +17,10 @@ const (
 	// DefaultMaxHeaderLine is 4096 bytes, the header buffer size most
 	// STOMP implementations use, enough for a JWT in a CONNECT header.
 	DefaultMaxHeaderLine = 4096
+	// MinFrameSize is the smallest MaxFrameSize wsserver accepts: a CONNECT
+	// with accept-version, host, heart-beat, login and a passcode of a
+	// few hundred bytes fits in 1 KiB; below it no client could connect.
+	MinFrameSize = 1 << 10
 	// MaxLimit bounds every limit: 1 GiB keeps offset arithmetic far from
 	// overflow and no STOMP frame over WebSocket gets near it.
 	MaxLimit = 1 << 30

@@ -130,6 +130,14 @@ func TestSettingErrors(t *testing.T) {
 		{"WebSocket path with a space", []string{"-ws-path", "/ws path"}, nil, "-ws-path"},
 		{"WebSocket path with a brace", []string{"-ws-path", "/ws/{id"}, nil, "-ws-path"},
 		{"unknown algorithm in env", nil, map[string]string{"WSSERVER_SEND_LIMIT_ALGORITHM": "nope"}, "send-limit-algorithm"},
+		{"zero heart-beat tolerance", []string{"-heart-beat-tolerance", "0s"}, nil, "-heart-beat-tolerance"},
+		{"negative heart-beat send", []string{"-heart-beat-send", "-1s"}, nil, "-heart-beat-send"},
+		{"negative heart-beat receive in env", nil, map[string]string{"WSSERVER_HEART_BEAT_RECEIVE": "-5s"}, "heart-beat-receive"},
+		{"origin pattern that is not a pattern", []string{"-allowed-origins", "good.example,["}, nil, "-allowed-origins"},
+		{"frame size too small for a CONNECT", []string{"-max-frame-size", "10"}, nil, "-max-frame-size"},
+		{"zero control limit", []string{"-control-limit", "0"}, nil, "-control-limit"},
+		{"zero transaction bytes", []string{"-max-transaction-bytes", "0"}, nil, "-max-transaction-bytes"},
+		{"zero outbound bytes", []string{"-outbound-bytes", "0"}, nil, "-outbound-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-addr", "127.0.0.1:0"}, tc.args...)
@@ -142,6 +150,40 @@ func TestSettingErrors(t *testing.T) {
 				t.Errorf("run %q env %v: got error %q, want it to name %s", tc.args, tc.env, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBadValueIsOneLine checks that a bad value prints one line whether it
+// comes from a flag or the environment, and that only -h prints the
+// usage.
+func TestBadValueIsOneLine(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{"flag", []string{"-max-frame-size", "lots"}, nil},
+		{"environment", nil, map[string]string{"WSSERVER_MAX_FRAME_SIZE": "lots"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, tc.args...), func(k string) string { return tc.env[k] }, &out)
+			if err == nil || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error %q, want one line", err)
+			}
+			if out.Len() != 0 {
+				t.Errorf("printed %d bytes besides the error, want none:\n%s", out.Len(), out.String())
+			}
+		})
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(out.String(), "-max-frame-size (WSSERVER_MAX_FRAME_SIZE)") {
+		t.Errorf("-h printed no usage:\n%s", out.String())
 	}
 }
 

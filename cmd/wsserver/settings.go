@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
+	"github.com/stompgate/stompgate/sessionlimit"
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // settings are every operator-facing setting. Each is a flag and an
@@ -90,27 +93,27 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for sessions to flush and close")
 
-	fs.IntVar(&s.maxFrameSize, "max-frame-size", 64<<10, "largest accepted STOMP frame (and WebSocket message) in bytes")
-	fs.IntVar(&s.maxHeaders, "max-headers", 64, "most header lines per frame")
-	fs.IntVar(&s.maxHeaderLine, "max-header-line", 4096, "longest header line in bytes")
-	fs.IntVar(&s.maxSubscriptions, "max-subscriptions", 100, "most subscriptions per session")
-	fs.DurationVar(&s.connectTimeout, "connect-timeout", 10*time.Second, "deadline for CONNECT after the WebSocket upgrade")
-	fs.DurationVar(&s.heartBeatSend, "heart-beat-send", 10*time.Second, "interval at which the server can send heart-beats (negative: never)")
-	fs.DurationVar(&s.heartBeatRecv, "heart-beat-receive", 10*time.Second, "interval at which the server wants heart-beats (negative: never)")
-	fs.DurationVar(&s.heartBeatTol, "heart-beat-tolerance", 5*time.Second, "added to the negotiated interval before a silent client is closed")
-	fs.IntVar(&s.outboundQueue, "outbound-queue", 1024, "per-session outbound queue in frames; a session whose queue fills is closed as a slow consumer")
+	fs.IntVar(&s.maxFrameSize, "max-frame-size", stompframe.DefaultMaxFrameSize, "largest accepted STOMP frame (and WebSocket message) in bytes")
+	fs.IntVar(&s.maxHeaders, "max-headers", stompframe.DefaultMaxHeaders, "most header lines per frame")
+	fs.IntVar(&s.maxHeaderLine, "max-header-line", stompframe.DefaultMaxHeaderLine, "longest header line in bytes")
+	fs.IntVar(&s.maxSubscriptions, "max-subscriptions", server.DefaultMaxSubscriptions, "most subscriptions per session")
+	fs.DurationVar(&s.connectTimeout, "connect-timeout", server.DefaultConnectTimeout, "deadline for CONNECT after the WebSocket upgrade")
+	fs.DurationVar(&s.heartBeatSend, "heart-beat-send", server.DefaultHeartBeat, "interval at which the server can send heart-beats (0: never, as in STOMP)")
+	fs.DurationVar(&s.heartBeatRecv, "heart-beat-receive", server.DefaultHeartBeat, "interval at which the server wants heart-beats (0: never, as in STOMP; such sessions get WebSocket pings)")
+	fs.DurationVar(&s.heartBeatTol, "heart-beat-tolerance", server.DefaultHeartBeatTolerance, "added to the negotiated interval before a silent client is closed")
+	fs.IntVar(&s.outboundQueue, "outbound-queue", server.DefaultOutboundQueue, "per-session outbound queue in frames; a session whose queue fills is closed as a slow consumer")
 	fs.IntVar(&s.outboundBytes, "outbound-bytes", server.DefaultOutboundBytes, "per-session outbound queue in bytes; a MESSAGE that does not fit closes the session as a slow consumer, a RECEIPT makes the session stop reading until its client reads")
 	fs.IntVar(&s.maxTx, "max-transactions", server.DefaultMaxTransactions, "most open transactions per session")
 	fs.IntVar(&s.maxTxFrames, "max-transaction-frames", server.DefaultMaxTransactionFrames, "most SEND frames held in one transaction")
 	fs.IntVar(&s.maxTxBytes, "max-transaction-bytes", server.DefaultMaxTransactionBytes, "most bytes held in all open transactions of one session")
 	fs.IntVar(&s.controlLimit, "control-limit", server.DefaultControlLimit, "control frames (SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT, frames with a receipt) per session per -control-window; one more closes the session")
 	fs.DurationVar(&s.controlWindow, "control-window", server.DefaultControlWindow, "window of -control-limit")
-	fs.DurationVar(&s.writeTimeout, "write-timeout", 10*time.Second, "bound on one WebSocket write")
+	fs.DurationVar(&s.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "bound on one WebSocket write")
 	fs.StringVar(&s.allowedOrigins, "allowed-origins", "", "comma-separated host patterns of cross-origin pages allowed to connect (e.g. \"*.example.com\"); empty: same origin only")
 
-	fs.IntVar(&s.sendLimit, "send-limit", 20, "limited frames per session per window; excess frames are dropped silently")
-	fs.DurationVar(&s.sendWindow, "send-window", time.Second, "session limiter window")
-	fs.StringVar(&s.sendAlgorithm, "send-limit-algorithm", "fixed", "session limiter: fixed, sliding or token")
+	fs.IntVar(&s.sendLimit, "send-limit", sessionlimit.DefaultLimit, "limited frames per session per window; excess frames are dropped silently")
+	fs.DurationVar(&s.sendWindow, "send-window", sessionlimit.DefaultWindow, "session limiter window")
+	fs.StringVar(&s.sendAlgorithm, "send-limit-algorithm", string(sessionlimit.Fixed), "session limiter: fixed, sliding or token")
 	fs.StringVar(&s.limitedCommands, "limited-commands", "SEND", "comma-separated STOMP commands the session limiter counts")
 	fs.IntVar(&s.abuseDrops, "abuse-drops", 0, "close a session after this many dropped frames within -abuse-window (0: never)")
 	fs.DurationVar(&s.abuseWindow, "abuse-window", 10*time.Second, "window over which -abuse-drops are counted")
@@ -156,7 +159,20 @@ func (s *settings) parse(args []string, getenv func(string) string, out io.Write
 // command line from its environment variable (envName). A flag on the
 // command line wins over the environment.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
-	if err := fs.Parse(args); err != nil {
+	// The flag package prints the whole usage after a bad value; a bad
+	// value gets the one line the environment's would, and only -h
+	// prints the usage.
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.Usage = usage
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		usage()
+		return err
+	}
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -164,7 +180,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var err error
+	err = nil
 	fs.VisitAll(func(f *flag.Flag) {
 		if err != nil || set[f.Name] {
 			return

@@ -2,7 +2,11 @@ package main
 
 import (
 	"fmt"
+	"path"
+	"strconv"
 	"time"
+
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // validate checks every setting before anything is built, so that a bad
@@ -41,6 +45,14 @@ func (s *settings) validate() error {
 	if s.maxFrameSize > 1<<30 {
 		return bad("max-frame-size", s.maxFrameSize, "must be at most 1 GiB")
 	}
+	if s.maxFrameSize < stompframe.MinFrameSize {
+		return bad("max-frame-size", s.maxFrameSize, fmt.Sprintf("must be at least %d: a client's CONNECT must fit", stompframe.MinFrameSize))
+	}
+	for _, p := range splitList(s.allowedOrigins) {
+		if _, err := path.Match(p, ""); err != nil {
+			return bad("allowed-origins", strconv.Quote(p), "is not a valid host pattern (path.Match syntax: *, ?, [a-z])")
+		}
+	}
 	for _, c := range []struct {
 		name     string
 		v        time.Duration
@@ -48,7 +60,9 @@ func (s *settings) validate() error {
 	}{
 		{"shutdown-timeout", s.shutdownTimeout, true},
 		{"connect-timeout", s.connectTimeout, true},
-		{"heart-beat-tolerance", s.heartBeatTol, false},
+		{"heart-beat-tolerance", s.heartBeatTol, true},
+		{"heart-beat-send", s.heartBeatSend, false},
+		{"heart-beat-receive", s.heartBeatRecv, false},
 		{"write-timeout", s.writeTimeout, true},
 		{"control-window", s.controlWindow, true},
 		{"send-window", s.sendWindow, true},
