@@ -247,7 +247,9 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 		s.protocolError(malformed("invalid heart-beat", err.Error()), "")
 		return true
 	}
+	s.mu.Lock()
 	s.version = v
+	s.mu.Unlock()
 	s.dec.SetVersion(v)
 
 	c := stompframe.Frame{Command: stompframe.CommandConnected}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -37,10 +38,14 @@ type Server struct {
 
 	reg registry
 
+	// sleep, when set by a test, replaces the timer Drain waits on.
+	sleep func(ctx context.Context, d time.Duration) bool
+
 	// mu guards shutting and the Add side of sessions, so that no session
 	// starts after Shutdown began waiting.
 	mu       sync.Mutex
 	shutting bool
+	draining bool // Drain began: not ready, though still serving
 	sessions sync.WaitGroup
 }
 
@@ -59,7 +64,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Ready() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.shutting
+	return !s.shutting && !s.draining
 }
 
 // Sessions returns the number of open sessions.
@@ -137,7 +142,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Shutdown marks the server before it walks the registry, so a
 	// session either is in the registry when the walk happens or sees the
 	// mark here.
-	if !s.Ready() {
+	s.mu.Lock()
+	shutting := s.shutting
+	s.mu.Unlock()
+	if shutting {
 		sess.shutdown()
 	}
 	started = true

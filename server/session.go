@@ -76,7 +76,7 @@ type session struct {
 
 	// Owned by the reader goroutine.
 	dec        *stompframe.Decoder
-	version    stompframe.Version
+	version    stompframe.Version // written by the reader under mu; read by others under mu
 	maxVersion stompframe.Version // from the negotiated subprotocol
 	subs       map[string]*broker.Subscription
 	txs        map[string]*transaction
@@ -330,12 +330,14 @@ func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, re
 		f.Add("content-length", fmt.Sprint(len(body)))
 		f.Body = body
 	}
-	raw := stompframe.Append(nil, &f, s.version)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.endLocked(reason) {
 		return
 	}
+	// version is written under mu (onConnect) because fail also runs on
+	// timer and shutdown goroutines.
+	raw := stompframe.Append(nil, &f, s.version)
 	s.pushLocked(outItem{raw: raw}, len(raw))
 	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
 }

@@ -229,6 +229,11 @@ var operatorSettings = []string{
 	"abuse-drops", "abuse-window", "abuse-ban", "jwt-secret", "auth-required",
 	"redis-url", "policy", "trusted-proxies", "limiter-fail",
 	"metrics-destination-prefixes",
+	"outbound-bytes", "max-transactions", "max-transaction-frames", "max-transaction-bytes",
+	"control-limit", "control-window", "drain-period", "drain-grace",
+	"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
+	"ping-interval", "ping-timeout", "max-sessions-per-principal", "session-lease-ttl",
+	"jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
 }
 
 // TestHelpListsEnv checks that -h prints every setting with its

@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	case <-ctx.Done():
 	}
+	drain(a.stomp, &st, logger)
 	logger.Info("shutting down", "timeout", st.shutdownTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), st.shutdownTimeout)
 	defer cancel()

@@ -26,6 +26,8 @@ type settings struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	drainPeriod     time.Duration
+	drainGrace      time.Duration
 
 	maxFrameSize     int
 	maxHeaders       int
@@ -135,6 +137,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.metricsPrefixes, "metrics-destination-prefixes", "", "comma-separated destination prefixes that get their own label on delivery metrics")
 
 	s.peerFlags(fs)
+	s.drainFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n\nEvery flag can also be set by the environment variable shown.\n\n")
