@@ -23,7 +23,8 @@ const (
 // request stay in front of the connection.
 type leanHijacker struct {
 	http.ResponseWriter
-	status int // the status written by a refused upgrade
+	status int      // the status written by a refused upgrade
+	conn   net.Conn // the hijacked connection, for a session's abort
 }
 
 // WriteHeader records the status so a refused upgrade can be counted by
@@ -47,6 +48,7 @@ func (w *leanHijacker) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// it dies at the first read after ReadTimeout. net/http clears them
 	// on hijack today; clearing here keeps that true behind any
 	// ResponseWriter, and the session bounds its reads and writes itself.
+	w.conn = conn
 	if err := conn.SetDeadline(time.Time{}); err != nil {
 		conn.Close()
 		return nil, nil, err

@@ -134,6 +134,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := newSession(s, conn, ip, r.URL.Query())
 	sess.onEnd = onEnd
+	sess.raw = lw.conn
 	if v, ok := stompframe.SubprotocolVersion(conn.Subprotocol()); ok {
 		sess.maxVersion = v
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"net/url"
 	"runtime/debug"
@@ -108,6 +109,11 @@ type session struct {
 	writers sync.WaitGroup // the writer goroutine, when one runs
 
 	ping pinger // WebSocket pings when the client sends no heart-beats
+
+	// raw is the hijacked TCP connection under conn. abort closes it
+	// directly: coder/websocket's CloseNow waits, up to seconds, for a
+	// close handshake or goroutines in progress, and abort must not.
+	raw net.Conn
 
 	// onEnd is what OnSessionEnd attached to the upgrade request; run
 	// once, after the session has ended.
@@ -383,6 +389,12 @@ func (s *session) abort(reason string) {
 	s.queuedBytes = 0
 	s.drained.Broadcast()
 	s.mu.Unlock()
+	if s.raw != nil {
+		// Every read and write on the connection fails at once; the
+		// session's own goroutine then finishes with CloseNow.
+		_ = s.raw.Close()
+		return
+	}
 	_ = s.conn.CloseNow()
 }
 
