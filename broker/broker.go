@@ -1,13 +1,13 @@
 package broker
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"hash/maphash"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/stompgate/stompgate/internal/randid"
 )
 
 // numShards spreads destinations over independently locked maps so that
@@ -94,12 +94,10 @@ func New() *Broker { return NewWithConfig(Config{}) }
 
 // NewWithConfig returns an empty broker configured by cfg.
 func NewWithConfig(cfg Config) *Broker {
-	var raw [5]byte
-	_, _ = rand.Read(raw[:])
 	b := &Broker{
 		hooks:  cfg.Hooks,
 		seed:   maphash.MakeSeed(),
-		prefix: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:]),
+		prefix: randid.New(5),
 	}
 	for i := range b.shards {
 		b.shards[i].topics = make(map[string]*topic)

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/internal/randid"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -72,13 +71,11 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	var raw [10]byte
-	_, _ = rand.Read(raw[:])
 	_, sharded := c.Client.(*redis.ClusterClient)
 	r := &Relay{
 		cfg:      c,
 		sharded:  sharded,
-		instance: base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:]),
+		instance: randid.New(10),
 		out:      make(chan *broker.Message, c.QueueSize),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),

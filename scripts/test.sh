@@ -34,6 +34,8 @@ if [ -n "$unformatted" ]; then
   echo "gofmt needed on:" $unformatted
   exit 1
 fi
+# go.mod lists what the code imports, direct and indirect apart.
+go mod tidy -diff
 go vet ./...
 # staticcheck, pinned: the module proxy serves this exact version.
 go run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...

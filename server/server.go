@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"net/http"
 	"net/netip"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/randid"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -76,11 +75,7 @@ func (s *Server) Sessions() int { return s.reg.len() }
 const sessionIDBytes = 15
 
 // newSessionID returns a random session id (24 base32 characters).
-func newSessionID() string {
-	var raw [sessionIDBytes]byte
-	_, _ = rand.Read(raw[:])
-	return base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:])
-}
+func newSessionID() string { return randid.New(sessionIDBytes) }
 
 // ServeHTTP upgrades the request to a WebSocket and starts a STOMP session
 // on it, on a goroutine of its own, so that the HTTP server's connection

@@ -2,9 +2,7 @@ package sessioncap
 
 import (
 	"context"
-	"crypto/rand"
 	_ "embed" // for the scripts
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/randid"
 )
 
 // Defaults of RedisConfig.
@@ -144,8 +144,6 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	var id [8]byte
-	_, _ = rand.Read(id[:]) // crypto/rand.Read never fails
 	s := &RedisStore{
 		client:    cfg.Client,
 		ttl:       cfg.LeaseTTL,
@@ -153,7 +151,7 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 		prefix:    cfg.Prefix,
 		observer:  cfg.Observer,
 		logger:    cfg.Logger,
-		instance:  hex.EncodeToString(id[:]),
+		instance:  randid.New(8),
 		live:      make(map[string]map[string]struct{}),
 		stop:      make(chan struct{}),
 		renewDone: make(chan struct{}),
