@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 // The peer in this file is the obvious alternative: resolving the child
@@ -149,7 +151,7 @@ func BenchmarkSessionOpenedClosed(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.SessionOpened()
-		m.SessionClosed(CloseNormal)
+		m.SessionClosed(server.CloseNormal)
 	}
 }
 
@@ -176,7 +178,7 @@ func TestHotPathAllocations(t *testing.T) {
 		{"LimiterStoreError", func() { m.LimiterStoreError("redis") }},
 		{"SetLimiterFallback", func() { m.SetLimiterFallback(true) }},
 		{"SessionOpened", func() { m.SessionOpened() }},
-		{"SessionClosed", func() { m.SessionClosed(CloseClientGone) }},
+		{"SessionClosed", func() { m.SessionClosed(server.CloseClientGone) }},
 	}
 	for _, tt := range tests {
 		if got := testing.AllocsPerRun(100, tt.f); got != 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 func TestDelivered(t *testing.T) {
@@ -67,7 +69,7 @@ func TestBoundedCardinality(t *testing.T) {
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
 
 	// The series New creates: one per label value of every metric.
-	want := 1 + 1 + numCloseReasons + 1 + 1 + // sessions active, opened, closed, panics, reader pauses
+	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses
 		numHandshakeResults + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
@@ -104,7 +106,7 @@ func TestBoundedCardinality(t *testing.T) {
 		m.LimiterStoreError(word())
 		m.Handshake(HandshakeResult(rng.IntN(256)))
 		m.SessionOpened()
-		m.SessionClosed(CloseReason(rng.IntN(256)))
+		m.SessionClosed(&server.CloseReason{})
 		m.RelayMessages(RelayDirection(rng.IntN(256)), 1)
 		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
 	}

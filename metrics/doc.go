@@ -16,7 +16,10 @@
 //
 //   - command: the STOMP 1.2 client commands CONNECT, STOMP, SEND,
 //     SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT, DISCONNECT.
-//   - reason, result, kind: the constants of CloseReason, DropReason and
+//   - reason on session closes: the server's own close reasons
+//     (server.CloseReasons, defined once in package server), resolved
+//     at New; a reason it does not know is "other".
+//   - reason, result, kind: the constants of DropReason and
 //     HandshakeResult, and the strings of ProtocolErrorKinds.
 //   - store: "redis" or "memory".
 //   - scope: "ip" or "principal" (CapScope).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/server"
 )
 
 // A server builds one Metrics on its registry and reports what happens to
@@ -36,7 +37,7 @@ func ExampleNew() {
 	}
 	m.Delivered("/topic/room.8f3a", 9) // queued to 9 subscribers
 	m.Delivered("/queue/private", 1)   // matches no prefix
-	m.SessionClosed(metrics.CloseNormal)
+	m.SessionClosed(server.CloseNormal)
 	m.LimiterDecision("redis", 400*time.Microsecond)
 
 	// A second Metrics on the same registry is refused with an error.

@@ -8,6 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 // MaxDestinationPrefixes bounds Config.DestinationPrefixes. Each prefix is
@@ -70,9 +72,10 @@ func (c Config) withDefaults() (Config, error) {
 // that run without metrics need no checks. Metrics is safe for concurrent
 // use.
 type Metrics struct {
-	sessionsActive prometheus.Gauge
-	sessionsOpened prometheus.Counter
-	sessionsClosed [numCloseReasons]prometheus.Counter
+	sessionsActive      prometheus.Gauge
+	sessionsOpened      prometheus.Counter
+	sessionsClosed      map[*server.CloseReason]prometheus.Counter
+	sessionsClosedOther prometheus.Counter
 
 	handshakes         [numHandshakeResults]prometheus.Counter
 	limiterDecision    [numStores]prometheus.Observer

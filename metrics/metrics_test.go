@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 func TestNewConfig(t *testing.T) {
@@ -180,7 +182,7 @@ func TestNilMetrics(t *testing.T) {
 	t.Parallel()
 	var m *Metrics
 	m.SessionOpened()
-	m.SessionClosed(CloseNormal)
+	m.SessionClosed(server.CloseNormal)
 	m.Panic()
 	m.Handshake(HandshakeAccepted)
 	m.LimiterDecision("redis", 1)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 // Every series that alerts.yml and dashboard.json name must be one that
@@ -27,7 +29,7 @@ func registeredFamilies(t *testing.T) map[string]family {
 	t.Helper()
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: []string{"/topic/room."}})
 	m.SessionOpened()
-	m.SessionClosed(CloseNormal)
+	m.SessionClosed(server.CloseNormal)
 	m.Panic()
 	m.Handshake(HandshakeAccepted)
 	m.LimiterDecision("redis", time.Millisecond)

@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stompgate/stompgate/server"
+)
 
 func TestSessions(t *testing.T) {
 	t.Parallel()
@@ -8,9 +12,9 @@ func TestSessions(t *testing.T) {
 	for range 5 {
 		m.SessionOpened()
 	}
-	m.SessionClosed(CloseNormal)
-	m.SessionClosed(CloseSlowConsumer)
-	m.SessionClosed(CloseReason(250))
+	m.SessionClosed(server.CloseNormal)
+	m.SessionClosed(server.CloseSlowConsumer)
+	m.SessionClosed(nil)
 	m.Panic()
 
 	tests := []struct {
@@ -34,32 +38,5 @@ func TestSessions(t *testing.T) {
 				t.Errorf("%s{%s} = %v, want %v", tt.metric, labelKey(tt.labels...), got, tt.want)
 			}
 		})
-	}
-}
-
-func TestCloseReasonString(t *testing.T) {
-	t.Parallel()
-	want := map[CloseReason]string{
-		CloseOther:            "other",
-		CloseNormal:           "normal",
-		CloseProtocolError:    "protocol_error",
-		CloseSlowConsumer:     "slow_consumer",
-		CloseHeartbeatTimeout: "heartbeat_timeout",
-		CloseConnectTimeout:   "connect_timeout",
-		CloseRateLimitAbuse:   "rate_limit_abuse",
-		CloseAuthFailed:       "auth_failed",
-		CloseShutdown:         "shutdown",
-		ClosePanic:            "panic",
-		CloseClientGone:       "client_gone",
-		CloseTokenExpired:     "token_expired",
-		CloseControlFlood:     "control_flood",
-		ClosePingTimeout:      "ping_timeout",
-		CloseSessionCap:       "session_cap",
-		CloseReason(77):       "other",
-	}
-	for r, w := range want {
-		if got := r.String(); got != w {
-			t.Errorf("CloseReason(%d).String() = %q, want %q", r, got, w)
-		}
 	}
 }

@@ -178,7 +178,7 @@ type Observer interface {
 	// server ended: one of the Handshake* values.
 	Handshake(result string)
 	SessionOpened()
-	SessionClosed(reason string)
+	SessionClosed(reason *CloseReason)
 	Delivered(destination string, n int)
 	SlowConsumerDisconnect()
 	ProtocolErrorClose(kind string)
@@ -191,14 +191,14 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Handshake(string)          {}
-func (nopObserver) SessionOpened()            {}
-func (nopObserver) SessionClosed(string)      {}
-func (nopObserver) Delivered(string, int)     {}
-func (nopObserver) SlowConsumerDisconnect()   {}
-func (nopObserver) ProtocolErrorClose(string) {}
-func (nopObserver) Panic()                    {}
-func (nopObserver) ReaderPaused()             {}
+func (nopObserver) Handshake(string)           {}
+func (nopObserver) SessionOpened()             {}
+func (nopObserver) SessionClosed(*CloseReason) {}
+func (nopObserver) Delivered(string, int)      {}
+func (nopObserver) SlowConsumerDisconnect()    {}
+func (nopObserver) ProtocolErrorClose(string)  {}
+func (nopObserver) Panic()                     {}
+func (nopObserver) ReaderPaused()              {}
 
 // Handshake results reported to Observer.Handshake.
 const (

@@ -3,8 +3,6 @@ package server
 import (
 	"fmt"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // checkExpiry ends the session if its principal's credentials have
@@ -56,6 +54,5 @@ func (s *session) expiryFired() {
 
 // expire ends the session because its credentials expired.
 func (s *session) expire(at time.Time) {
-	s.fail(CloseTokenExpired, websocket.StatusPolicyViolation, "token expired",
-		fmt.Sprintf("the session's credentials expired at %s; reconnect with a new token, or send one in a token header before expiry", at.UTC().Format(time.RFC3339)), "")
+	s.fail(ending{reason: CloseTokenExpired, detail: fmt.Sprintf("the session's credentials expired at %s; reconnect with a new token, or send one in a token header before expiry", at.UTC().Format(time.RFC3339))})
 }

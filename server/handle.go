@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/stompframe"
@@ -25,8 +23,8 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		return true
 	}
 	if isControl(f, receipt) && !s.allowControl(now) {
-		s.fail(CloseControlFlood, websocket.StatusPolicyViolation, "too many control frames",
-			fmt.Sprintf("at most %d SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT and receipt-requesting frames per %v", s.srv.cfg.ControlLimit, s.srv.cfg.ControlWindow), receipt)
+		s.fail(ending{reason: CloseControlFlood, receipt: receipt,
+			detail: fmt.Sprintf("at most %d SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT and receipt-requesting frames per %v", s.srv.cfg.ControlLimit, s.srv.cfg.ControlWindow)})
 		return true
 	}
 	r := s.srv.cfg.Chain.Handle(&s.st, f, now)
@@ -50,7 +48,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		default:
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		}
-		s.fail(reason, websocket.StatusPolicyViolation, r.Message, r.Detail, receipt)
+		s.fail(ending{reason: reason, message: r.Message, detail: r.Detail, receipt: receipt})
 		return true
 	}
 	if s.checkExpiry(now) {
@@ -92,7 +90,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			// Dropped silently, like a SEND over the limit: no RECEIPT.
 			return false
 		case interceptor.Reject:
-			s.fail(CloseRateLimitAbuse, websocket.StatusPolicyViolation, cr.Message, cr.Detail, receipt)
+			s.fail(ending{reason: CloseRateLimitAbuse, message: cr.Message, detail: cr.Detail, receipt: receipt})
 			return true
 		}
 		for _, m := range tx.msgs {
@@ -105,7 +103,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		if receipt != "" {
 			s.reply(s.receiptFrame(receipt))
 		}
-		s.closeAfter(CloseNormal, websocket.StatusNormalClosure, "")
+		s.closeAfter(CloseNormal, "")
 		return true
 	}
 	if receipt != "" && !s.reply(s.receiptFrame(receipt)) {
@@ -228,7 +226,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 // added) and a close, and counts it under e.kind.
 func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
 	s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
-	s.fail(CloseProtocolError, websocket.StatusPolicyViolation, e.message, e.detail, receipt, extra...)
+	s.fail(ending{reason: CloseProtocolError, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
 }
 
 func (s *session) onConnect(f *stompframe.Frame) bool {

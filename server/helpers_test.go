@@ -143,9 +143,9 @@ type countingObserver struct {
 
 func (o *countingObserver) SessionOpened()   { o.mu.Lock(); o.opened++; o.mu.Unlock() }
 func (o *countingObserver) Handshake(string) {}
-func (o *countingObserver) SessionClosed(r string) {
+func (o *countingObserver) SessionClosed(r *CloseReason) {
 	o.mu.Lock()
-	o.closed[r]++
+	o.closed[r.String()]++
 	o.mu.Unlock()
 }
 func (o *countingObserver) Delivered(_ string, n int) { o.mu.Lock(); o.delivered += n; o.mu.Unlock() }
@@ -158,8 +158,8 @@ func (o *countingObserver) ProtocolErrorClose(k string) {
 func (o *countingObserver) Panic()        { o.mu.Lock(); o.panics++; o.mu.Unlock() }
 func (o *countingObserver) ReaderPaused() { o.mu.Lock(); o.paused++; o.mu.Unlock() }
 
-func (o *countingObserver) closedCount(reason string) int {
+func (o *countingObserver) closedCount(reason *CloseReason) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.closed[reason]
+	return o.closed[reason.String()]
 }

@@ -19,7 +19,7 @@ type outItem struct {
 	raw    []byte
 	close  bool
 	code   websocket.StatusCode
-	reason string
+	reason string // the close's reason text
 }
 
 // heartBeatEOL is the heart-beat a STOMP peer sends when it has nothing
@@ -72,7 +72,7 @@ func (s *session) slowConsumerLocked() {
 	s.queue = s.queue[:0]
 	s.queuedBytes = 0
 	s.drained.Broadcast()
-	s.pushLocked(outItem{close: true, code: websocket.StatusPolicyViolation, reason: "slow consumer"}, 0)
+	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0)
 }
 
 // send queues an encoded frame unless the session is closing. It is for
@@ -126,12 +126,13 @@ func (s *session) heartBeat() bool {
 	return true
 }
 
-// closeAfter queues a close with code after everything already queued.
-func (s *session) closeAfter(reason string, code websocket.StatusCode, text string) {
+// closeAfter queues a close with reason's code and the text after
+// everything already queued, without an ERROR frame.
+func (s *session) closeAfter(reason *CloseReason, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.endLocked(reason) {
-		s.pushLocked(outItem{close: true, code: code, reason: text}, 0)
+		s.pushLocked(outItem{close: true, code: reason.Code(), reason: text}, 0)
 	}
 }
 
@@ -168,7 +169,7 @@ func (s *session) writeLoop() {
 			s.mu.Lock()
 			s.writing = false
 			s.closing = true
-			if s.reason == "" {
+			if s.reason == nil {
 				s.reason = ClosePanic
 			}
 			s.inflight, s.inflightB = 0, 0
@@ -243,7 +244,7 @@ func (s *session) writeLoop() {
 		s.inflight, s.inflightB = 0, 0
 		if failed {
 			s.closing = true
-			if s.reason == "" {
+			if s.reason == nil {
 				s.reason = CloseClientGone
 			}
 		}

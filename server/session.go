@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,47 +20,6 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
-)
-
-// Close reasons reported to Observer.SessionClosed: bounded label values
-// for metrics and logs.
-const (
-	// CloseNormal: DISCONNECT, or a clean close by the client.
-	CloseNormal = "normal"
-	// CloseProtocolError: an ERROR for a frame the server could not
-	// accept, or a stage rejected it (permission).
-	CloseProtocolError = "protocol_error"
-	// CloseSlowConsumer: the outbound queue was full.
-	CloseSlowConsumer = "slow_consumer"
-	// CloseHeartBeat: the client was silent past the negotiated
-	// heart-beat interval plus tolerance.
-	CloseHeartBeat = "heartbeat_timeout"
-	// CloseConnectTimeout: no CONNECT in time after the upgrade.
-	CloseConnectTimeout = "connect_timeout"
-	// CloseAuthFailed: missing, invalid or expired credentials.
-	CloseAuthFailed = "auth_failed"
-	// CloseRateLimitAbuse: the session kept flooding past its limit, or
-	// its principal is banned for doing so.
-	CloseRateLimitAbuse = "rate_limit_abuse"
-	// CloseShutdown: the server is shutting down.
-	CloseShutdown = "shutdown"
-	// ClosePanic: a panic was recovered while serving the session.
-	ClosePanic = "panic"
-	// CloseClientGone: the connection broke without a clean close.
-	CloseClientGone = "client_gone"
-	// CloseTokenExpired: the credentials the session was opened with
-	// expired and no newer ones arrived.
-	CloseTokenExpired = "token_expired"
-	// CloseControlFlood: more control frames (SUBSCRIBE, UNSUBSCRIBE,
-	// BEGIN, COMMIT, ABORT, frames asking for a receipt) than the
-	// session's budget.
-	CloseControlFlood = "control_flood"
-	// ClosePingTimeout: a session that negotiated no STOMP heart-beat did
-	// not answer a WebSocket ping within the timeout.
-	ClosePingTimeout = "ping_timeout"
-	// CloseSessionCap: a stage refused CONNECT because the principal
-	// already holds its maximum number of sessions.
-	CloseSessionCap = "session_cap"
 )
 
 // session is one STOMP session on one WebSocket connection.
@@ -91,13 +49,13 @@ type session struct {
 	// mu guards the outbound queue and the end state below.
 	mu          sync.Mutex
 	queue       []outItem
-	queuedBytes int        // bytes of the frames in queue
-	inflight    int        // frames the writer took and has not finished writing
-	inflightB   int        // their bytes
-	drained     *sync.Cond // on mu: the writer finished a batch, or closing
-	writing     bool       // a writer goroutine is running
-	closing     bool       // no more frames are queued, except the final close
-	reason      string     // first close reason recorded
+	queuedBytes int          // bytes of the frames in queue
+	inflight    int          // frames the writer took and has not finished writing
+	inflightB   int          // their bytes
+	drained     *sync.Cond   // on mu: the writer finished a batch, or closing
+	writing     bool         // a writer goroutine is running
+	closing     bool         // no more frames are queued, except the final close
+	reason      *CloseReason // first close reason recorded
 	hbIn        *time.Timer
 	hbOut       *time.Timer
 	inEvery     time.Duration // negotiated incoming heart-beat; 0 none
@@ -151,7 +109,7 @@ func (s *session) serve() {
 	s.mu.Lock()
 	s.closing = true
 	s.drained.Broadcast()
-	if s.reason == "" {
+	if s.reason == nil {
 		s.reason = reason
 	}
 	reason = s.reason
@@ -180,20 +138,20 @@ func (s *session) serve() {
 	runAll(s.onEnd)
 	s.srv.cfg.Observer.SessionClosed(reason)
 	if reason != CloseNormal && reason != CloseClientGone {
-		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason)
+		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason.String())
 	}
 }
 
 // readLoop reads WebSocket messages until the session ends and returns the
 // close reason as the reader saw it. It stops the session's pings as it
 // returns: they need a reader to take in their pongs.
-func (s *session) readLoop() (reason string) {
+func (s *session) readLoop() (reason *CloseReason) {
 	defer s.stopPings()
 	defer func() {
 		if v := recover(); v != nil {
 			s.srv.cfg.Observer.Panic()
 			s.srv.cfg.Logger.Error("panic in session", "session", s.st.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			s.fail(ClosePanic, websocket.StatusInternalError, "internal error", "the server failed while handling a frame", "")
+			s.fail(ending{reason: ClosePanic, detail: "the server failed while handling a frame"})
 			s.drain()
 			reason = ClosePanic
 		}
@@ -212,8 +170,8 @@ func (s *session) readLoop() (reason string) {
 				// No drain: the rest of the message is unread, and the
 				// close handshake skips it; another Reader would parse
 				// it as frame headers.
-				s.fail(CloseProtocolError, websocket.StatusMessageTooBig, "frame too large",
-					fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit), "")
+				s.fail(ending{reason: CloseProtocolError, code: websocket.StatusMessageTooBig, message: "frame too large",
+					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit)})
 				return CloseProtocolError
 			}
 			return CloseClientGone
@@ -226,17 +184,17 @@ func (s *session) readLoop() (reason string) {
 			// any body; their headers are checked by the decoder.
 			putReadBuf(buf)
 			s.srv.cfg.Observer.ProtocolErrorClose(kindInvalidUTF8)
-			s.fail(CloseProtocolError, websocket.StatusInvalidFramePayloadData, "invalid UTF-8",
-				"a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages", "")
+			s.fail(ending{reason: CloseProtocolError, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			s.drain()
-			return ""
+			return nil
 		}
 		s.dec.Feed(*buf)
 		done := s.decodeAll(now)
 		putReadBuf(buf)
 		if done {
 			s.drain()
-			return ""
+			return nil
 		}
 	}
 }
@@ -252,7 +210,7 @@ func (s *session) decodeAll(now time.Time) bool {
 				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
 			}
 			s.srv.cfg.Observer.ProtocolErrorClose(protocolErrorKind(pe))
-			s.fail(CloseProtocolError, websocket.StatusPolicyViolation, pe.Message, pe.Detail, "")
+			s.fail(ending{reason: CloseProtocolError, message: pe.Message, detail: pe.Detail})
 			return true
 		}
 		if f == nil {
@@ -299,86 +257,15 @@ func protocolErrorKind(pe *stompframe.ProtocolError) string {
 	return "malformed"
 }
 
-// end records reason as the session's close reason if none is recorded
-// yet and marks the session closing. It reports whether this call was the
-// first to end the session.
-func (s *session) endLocked(reason string) bool {
-	if s.closing {
-		return false
-	}
-	s.closing = true
-	s.reason = reason
-	s.drained.Broadcast()
-	return true
-}
-
-// fail queues an ERROR frame (message header msg, body detail, receipt-id
-// when the offending frame asked for a receipt, then any extra headers)
-// and a close with code, after everything already queued.
-//
-// The ERROR frame goes out in a text message, and its parts may carry
-// client data (an echoed receipt id, a stage's message quoting a header):
-// bytes that are not UTF-8 are replaced, so the frame never makes a
-// browser drop the socket before it has read why.
-func (s *session) fail(reason string, code websocket.StatusCode, msg, detail, receipt string, extra ...stompframe.Header) {
-	msg, detail, receipt = validUTF8(msg), validUTF8(detail), validUTF8(receipt)
-	f := stompframe.Frame{Command: stompframe.CommandError}
-	f.Add("message", msg)
-	if receipt != "" {
-		f.Add("receipt-id", receipt)
-	}
-	for _, h := range extra {
-		f.Add(validUTF8(h.Name), validUTF8(h.Value))
-	}
-	f.Add("content-type", "text/plain")
-	body := []byte(detail)
-	if len(body) > 0 {
-		f.Add("content-length", fmt.Sprint(len(body)))
-		f.Body = body
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.endLocked(reason) {
-		return
-	}
-	// version is written under mu (onConnect) because fail also runs on
-	// timer and shutdown goroutines.
-	raw := stompframe.Append(nil, &f, s.version)
-	s.pushLocked(outItem{raw: raw}, len(raw))
-	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
-}
-
-// validUTF8 returns v with every byte sequence that is not UTF-8 replaced
-// by U+FFFD; valid input is returned as it is, without copying.
-func validUTF8(v string) string {
-	if utf8.ValidString(v) {
-		return v
-	}
-	return strings.ToValidUTF8(v, "\uFFFD")
-}
-
-// closeText fits msg into a WebSocket close reason (at most 123 bytes),
-// cutting at a character boundary: the reason must be UTF-8 too.
-func closeText(msg string) string {
-	if len(msg) <= 120 {
-		return msg
-	}
-	cut := 120
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut]
-}
-
 // shutdown ends the session for a server shutdown: queued frames are
 // flushed, then an ERROR frame and a close with 1001.
 func (s *session) shutdown() {
-	s.fail(CloseShutdown, websocket.StatusGoingAway, "server shutting down", "the server is shutting down; reconnect to another instance", "")
+	s.fail(ending{reason: CloseShutdown, detail: "the server is shutting down; reconnect to another instance"})
 }
 
 // abort ends the session at once: the queue is discarded and the
 // connection closed without a close handshake.
-func (s *session) abort(reason string) {
+func (s *session) abort(reason *CloseReason) {
 	s.mu.Lock()
 	if !s.closing {
 		s.closing = true
@@ -402,6 +289,6 @@ func (s *session) connectTimeout() {
 	if s.connected.Load() {
 		return
 	}
-	s.fail(CloseConnectTimeout, websocket.StatusPolicyViolation, "CONNECT timeout",
-		fmt.Sprintf("no CONNECT frame within %v of the WebSocket upgrade", s.srv.cfg.ConnectTimeout), "")
+	s.fail(ending{reason: CloseConnectTimeout,
+		detail: fmt.Sprintf("no CONNECT frame within %v of the WebSocket upgrade", s.srv.cfg.ConnectTimeout)})
 }

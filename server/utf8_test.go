@@ -147,7 +147,7 @@ func TestInvalidUTF8(t *testing.T) {
 		if got := ts.obs.protocol[kindInvalidUTF8]; got != len(tests) {
 			return fmt.Errorf("invalid_utf8 protocol closes %d, want %d (all: %v)", got, len(tests), ts.obs.protocol)
 		}
-		if got := ts.obs.closed[CloseProtocolError]; got != len(tests) {
+		if got := ts.obs.closed[CloseProtocolError.String()]; got != len(tests) {
 			return fmt.Errorf("protocol_error closes %d, want %d", got, len(tests))
 		}
 		return nil

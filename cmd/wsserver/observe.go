@@ -31,40 +31,7 @@ func (o observer) ReaderPaused()                  { o.m.ReaderPaused() }
 func (o observer) FrameReceived(cmd string)       { o.m.FrameReceived(cmd) }
 func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 
-func (o observer) SessionClosed(reason string) {
-	r := metrics.CloseOther
-	switch reason {
-	case server.CloseNormal:
-		r = metrics.CloseNormal
-	case server.CloseAuthFailed:
-		r = metrics.CloseAuthFailed
-	case server.CloseProtocolError:
-		r = metrics.CloseProtocolError
-	case server.CloseSlowConsumer:
-		r = metrics.CloseSlowConsumer
-	case server.CloseHeartBeat:
-		r = metrics.CloseHeartbeatTimeout
-	case server.CloseConnectTimeout:
-		r = metrics.CloseConnectTimeout
-	case server.CloseRateLimitAbuse:
-		r = metrics.CloseRateLimitAbuse
-	case server.CloseShutdown:
-		r = metrics.CloseShutdown
-	case server.ClosePanic:
-		r = metrics.ClosePanic
-	case server.CloseClientGone:
-		r = metrics.CloseClientGone
-	case server.CloseTokenExpired:
-		r = metrics.CloseTokenExpired
-	case server.CloseControlFlood:
-		r = metrics.CloseControlFlood
-	case server.ClosePingTimeout:
-		r = metrics.ClosePingTimeout
-	case server.CloseSessionCap:
-		r = metrics.CloseSessionCap
-	}
-	o.m.SessionClosed(r)
-}
+func (o observer) SessionClosed(reason *server.CloseReason) { o.m.SessionClosed(reason) }
 
 func (o observer) FrameDropped(cmd, reason string) {
 	r := metrics.DropRejected
