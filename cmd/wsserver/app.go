@@ -136,6 +136,7 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		Logger:               logger,
 		PingInterval:         st.pingInterval,
 		PingTimeout:          st.pingTimeout,
+		ClientIP:             clientIP,
 	})
 	if err != nil {
 		a.close()
