@@ -65,13 +65,13 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	lim := handshake.Limit{Name: zone.Name, Rate: int64(zone.Rate), Burst: zone.Burst}
 	trusted, err := handshake.ParseTrustedProxies(st.trustedProxies)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
 	}
 	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
 	if st.redisURL != "" {
 		client, err := handshake.NewUniversalClient(st.redisURL)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
 		a.redis = client
 		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client})
