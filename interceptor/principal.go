@@ -77,17 +77,17 @@ const BanCheckTimeout = 100 * time.Millisecond
 //
 // A session authenticated by a token lives as long as the token says: the
 // stage sets Principal.Expires to the token's end (a JWT's exp plus the
-// verifier's leeway), and the server ends
-// the session then with ERROR "token expired" and a close. To keep it
-// open, the client sends a newer token before exp in a "token" header on
-// any frame after CONNECT. The stage checks it like a CONNECT token
-// (for a JWT: signature, exp in the future, nbf) and that it names the
-// session's principal; it then moves Expires to the new end and replaces the
-// destination patterns with the new token's. An invalid token, or one for
-// another principal, ends the session with ERROR "invalid credentials"
-// (reason RejectAuth), as does a token sent by an anonymous session.
-// Without a Verifier, the header is ignored. The token header is
-// never passed on to subscribers of a SEND that carries it.
+// verifier's leeway), and the server ends the session then with ERROR
+// "token expired" and a close. To keep it open, the client sends a newer
+// token before then in a "token" header on any frame after CONNECT. The
+// stage checks it like a CONNECT token (for a JWT: signature, exp in the
+// future, nbf) and that it names the session's principal; it then moves
+// Expires to the new end and replaces the destination patterns with the
+// new token's. An invalid token, or one for another principal, ends the
+// session with ERROR "invalid credentials" (reason RejectAuth), as does a
+// token sent by an anonymous session. Without a Verifier, the header is
+// ignored. The token header is never passed on to subscribers of a SEND
+// that carries it.
 //
 // A frame that carries only the token and does nothing else is an
 // UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2

@@ -11,10 +11,10 @@ import (
 	"fmt"
 )
 
-// The token algorithms a Verifier accepts. Each is pinned to one
-// kind of key, so a token cannot choose how it is checked: an HS256 token
-// is only ever checked against Config.Secret, never against
-// a public key used as an HMAC secret, and "none" is never accepted.
+// The token algorithms a Verifier accepts. Each is pinned to one kind of
+// key, so a token cannot choose how it is checked: an HS256 token is only
+// ever checked against Config.Secret, never against a public key used as
+// an HMAC secret, and "none" is never accepted.
 const (
 	// AlgHS256 is HMAC with SHA-256 over Config.Secret.
 	AlgHS256 = "HS256"
@@ -31,9 +31,9 @@ const (
 // when a token arrives.
 const MinRSABits = 2048
 
-// KeySource finds the public keys that may verify a token. The
-// Verifier asks it with the token's alg (AlgRS256 or AlgES256) and
-// the kid of the token's header ("" when there is none), and checks the
+// KeySource finds the public keys that may verify a token. The Verifier
+// asks it with the token's alg (AlgRS256 or AlgES256) and the kid of the
+// token's header ("" when there is none), and checks the
 // token against each key returned until one verifies it. A source returns
 // only keys of alg's type (KeyAlg(key) == alg); the Verifier drops any
 // other. With no key to offer it returns an error, usually ErrUnknownKey.
