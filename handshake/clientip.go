@@ -74,14 +74,14 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 		if strings.Contains(f, "/") {
 			p, err := netip.ParsePrefix(f)
 			if err != nil {
-				return nil, configErrorf("-trusted-proxies %q: %v", f, err)
+				return nil, configErrorf("trusted proxy %q: %v", f, err)
 			}
 			out = append(out, p.Masked())
 			continue
 		}
 		a, err := netip.ParseAddr(f)
 		if err != nil {
-			return nil, configErrorf("-trusted-proxies %q: %v", f, err)
+			return nil, configErrorf("trusted proxy %q: %v", f, err)
 		}
 		a = a.Unmap().WithZone("")
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))

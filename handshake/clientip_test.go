@@ -63,8 +63,8 @@ func TestParseTrustedProxies(t *testing.T) {
 		{in: "10.0.0.0/8", want: []string{"10.0.0.0/8"}},
 		{in: " 10.1.2.3/8 , 192.0.2.1,::1 ", want: []string{"10.0.0.0/8", "192.0.2.1/32", "::1/128"}},
 		{in: "::ffff:192.0.2.1", want: []string{"192.0.2.1/32"}},
-		{in: "10.0.0.0/33", wantErr: `handshake: -trusted-proxies "10.0.0.0/33": netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`},
-		{in: "proxy.local", wantErr: `handshake: -trusted-proxies "proxy.local": ParseAddr("proxy.local"): unexpected character (at "proxy.local")`},
+		{in: "10.0.0.0/33", wantErr: `handshake: trusted proxy "10.0.0.0/33": netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`},
+		{in: "proxy.local", wantErr: `handshake: trusted proxy "proxy.local": ParseAddr("proxy.local"): unexpected character (at "proxy.local")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

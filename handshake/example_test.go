@@ -90,5 +90,5 @@ func ExampleParseTrustedProxies() {
 	fmt.Println(err)
 	// Output:
 	// [10.0.0.0/8 192.0.2.10/32] <nil>
-	// handshake: -trusted-proxies "10.0.0.0/40": netip.ParsePrefix("10.0.0.0/40"): prefix length out of range
+	// handshake: trusted proxy "10.0.0.0/40": netip.ParsePrefix("10.0.0.0/40"): prefix length out of range
 }

@@ -70,7 +70,7 @@ func socketTimeouts(dial, read, write *time.Duration) {
 // Errors name the setting and never repeat the password.
 func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
 	if rawURL == "" {
-		return nil, configErrorf("-redis-url is empty")
+		return nil, configErrorf("Redis URL is empty")
 	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -216,7 +216,7 @@ func urlError(rawURL string, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return configErrorf("-redis-url %s: %v", redactURL(rawURL), err)
+	return configErrorf("Redis URL %s: %v", redactURL(rawURL), err)
 }
 
 // redactURL replaces the userinfo of a URL, if any, with "xxxxx".

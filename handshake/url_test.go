@@ -97,15 +97,15 @@ func TestNewUniversalClientErrors(t *testing.T) {
 		url     string
 		wantErr string
 	}{
-		{url: "", wantErr: "handshake: -redis-url is empty"},
-		{url: "localhost:6379", wantErr: "handshake: -redis-url localhost:6379: missing scheme"},
-		{url: "http://user:hunter2@h/0", wantErr: "handshake: -redis-url http://xxxxx@h/0: unknown scheme http"},
-		{url: "redis://:hunter2@h:notaport/0", wantErr: "handshake: -redis-url redis://xxxxx@h:notaport/0: invalid port"},
-		{url: "redis+sentinel://:hunter2@s1:26379", wantErr: "handshake: -redis-url redis+sentinel://xxxxx@s1:26379: path must be /master or /master/db"},
-		{url: "redis+sentinel://s1/m/x", wantErr: `handshake: -redis-url redis+sentinel://s1/m/x: redis: invalid database number: "x"`},
-		{url: "redis+cluster://n1:7000/3", wantErr: "handshake: -redis-url redis+cluster://n1:7000/3: cluster URLs take no path"},
-		{url: "redis+cluster://", wantErr: "handshake: -redis-url redis+cluster://: no host"},
-		{url: "redis://h/0?bogus=1", wantErr: "handshake: -redis-url redis://h/0?bogus=1: redis: unexpected option: bogus"},
+		{url: "", wantErr: "handshake: Redis URL is empty"},
+		{url: "localhost:6379", wantErr: "handshake: Redis URL localhost:6379: missing scheme"},
+		{url: "http://user:hunter2@h/0", wantErr: "handshake: Redis URL http://xxxxx@h/0: unknown scheme http"},
+		{url: "redis://:hunter2@h:notaport/0", wantErr: "handshake: Redis URL redis://xxxxx@h:notaport/0: invalid port"},
+		{url: "redis+sentinel://:hunter2@s1:26379", wantErr: "handshake: Redis URL redis+sentinel://xxxxx@s1:26379: path must be /master or /master/db"},
+		{url: "redis+sentinel://s1/m/x", wantErr: `handshake: Redis URL redis+sentinel://s1/m/x: redis: invalid database number: "x"`},
+		{url: "redis+cluster://n1:7000/3", wantErr: "handshake: Redis URL redis+cluster://n1:7000/3: cluster URLs take no path"},
+		{url: "redis+cluster://", wantErr: "handshake: Redis URL redis+cluster://: no host"},
+		{url: "redis://h/0?bogus=1", wantErr: "handshake: Redis URL redis://h/0?bogus=1: redis: unexpected option: bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {

@@ -4,10 +4,11 @@
 //
 //	principal ─► session limiter ─► (your stages)
 //
-// PrincipalStage identifies the session at CONNECT (anonymous, or a JWT
-// signed with HS256, RS256 or ES256; see KeySource, StaticKeys, JWKS),
-// refuses a banned principal, applies a newer token sent during the
-// session, and checks the principal's destination patterns. LimitStage counts the limited commands (SEND by default)
+// PrincipalStage identifies the session at CONNECT (anonymous, or by a
+// token that a TokenVerifier checks: package jwtauth verifies JWTs signed
+// with HS256, RS256 or ES256), refuses a banned principal, applies a newer
+// token sent during the session, and checks the principal's destination
+// patterns. LimitStage counts the limited commands (SEND by default)
 // against the session's own limiter and drops the excess silently: no
 // ERROR, no RECEIPT; with escalation it closes an abusive session and bans
 // its client IP and principal.

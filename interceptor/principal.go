@@ -7,32 +7,21 @@ import (
 	"strings"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
-
 	"github.com/stompgate/stompgate/stompframe"
 )
 
 // PrincipalConfig configures the PrincipalStage. The zero value accepts
 // every CONNECT as an anonymous principal.
 type PrincipalConfig struct {
-	// JWTSecret, when set, enables HS256 JWT authentication with this
-	// shared secret. With neither JWTSecret nor Keys there is no JWT
-	// checking: every session is anonymous.
-	JWTSecret []byte
-	// Keys, when set, enables RS256 and ES256 JWT authentication with
-	// the public keys it holds (ParsePEMKeys for a PEM file, NewJWKS for
-	// a provider's key set). Each key verifies only the algorithm of its
-	// type (KeyAlg). Both may be set: HS256 tokens are then checked
-	// against JWTSecret, RS256 and ES256 ones against Keys.
-	Keys KeySource
-	// Required refuses sessions without a valid token. It needs JWTSecret
-	// or Keys. False: a CONNECT without any token is anonymous, but a
+	// Verifier checks the token of a CONNECT and of a token header (see
+	// PrincipalStage); jwtauth.Verifier checks JWTs. Nil: no token is
+	// checked, every session is anonymous and token headers are ignored.
+	Verifier TokenVerifier
+	// Required refuses sessions without a valid token. It needs a
+	// Verifier. False: a CONNECT without any token is anonymous, but a
 	// token that is present must still be valid.
 	Required bool
-	// Leeway is the clock skew allowed on exp and nbf. Default 0. A
-	// session ends at its token's exp plus Leeway.
-	Leeway time.Duration
-	// Now is the clock used to check exp and nbf; nil means time.Now.
+	// Now is the clock given to Verifier.Verify; nil means time.Now.
 	Now func() time.Time
 	// Bans, when set, is asked at CONNECT whether an authenticated,
 	// non-anonymous principal is banned (key "principal:<name>", the key
@@ -40,6 +29,21 @@ type PrincipalConfig struct {
 	// with RejectBanned. The check is bounded by BanCheckTimeout; a check
 	// that fails or times out lets the session in. Nil: no check.
 	Bans BanChecker
+}
+
+// TokenVerifier turns a client's token into the principal it names. It is
+// how the PrincipalStage authenticates without depending on any token
+// format; jwtauth.Verifier implements it for JWTs.
+//
+// Verify checks token as of now and returns a new Principal, which the
+// stage keeps: its Name (not empty), its destination patterns and its
+// Expires, the instant the token stops being accepted (zero: never). An
+// invalid token is an error whose text the client reads as the body of
+// the ERROR frame, so it says what is wrong and never repeats the token.
+// Verify is called on sessions' reader goroutines, from many sessions at
+// once.
+type TokenVerifier interface {
+	Verify(token string, now time.Time) (*Principal, error)
 }
 
 // BanChecker reports whether key is banned and for how much longer. The
@@ -59,41 +63,31 @@ const BanCheckTimeout = 100 * time.Millisecond
 //
 // A token is looked for, in order, in the CONNECT passcode header, the
 // CONNECT Authorization header ("Bearer <token>"), and the handshake URL's
-// access_token query parameter. The token is a JWT signed with HS256
-// (PrincipalConfig.JWTSecret), RS256 or ES256 (PrincipalConfig.Keys), with
-// these claims:
-//
-//	{
-//	  "sub": "alice",                       // principal name (user-name)
-//	  "exp": 1767225600,                    // required: expiry, Unix seconds
-//	  "nbf": 1767222000,                    // optional
-//	  "stomp": {
-//	    "subscribe": ["/topic/room.*"],     // optional: may SUBSCRIBE to
-//	    "send":      ["/topic/room.42"]     // optional: may SEND to
-//	  }
-//	}
-//
-// An absent list means any destination; an empty list means none. Patterns
-// are matched by MatchDestination. An invalid or expired token, a missing
-// one when Required, or a frame outside the patterns is rejected (ERROR
-// and close). With PrincipalConfig.Bans set, so is the CONNECT of a
+// access_token query parameter, and handed to PrincipalConfig.Verifier,
+// which returns the principal with its destination patterns
+// (jwtauth.Verifier reads them from a JWT's claims). A nil pattern list
+// means any destination; an empty one means none. Patterns are matched by
+// MatchDestination. A token the Verifier refuses, a missing one when
+// Required, or a frame outside the patterns is rejected (ERROR and
+// close). With PrincipalConfig.Bans set, so is the CONNECT of a
 // principal that is banned: the ban follows the principal across client
 // IPs, which the handshake's IP ban cannot do.
 //
 // # Token lifetime and refresh
 //
 // A session authenticated by a token lives as long as the token says: the
-// stage sets Principal.Expires to exp (plus Leeway), and the server ends
-// the session then with ERROR "token expired" and a close. To keep it
-// open, the client sends a newer token before exp in a "token" header on
-// any frame after CONNECT. The stage checks it like a CONNECT token
-// (signature, exp in the future, nbf) and that its sub is the session's
-// principal; it then moves Expires to the new exp and replaces the
-// destination patterns with the new token's. An invalid token, or one for
-// another principal, ends the session with ERROR "invalid credentials"
-// (reason RejectAuth), as does a token sent by an anonymous session. With
-// neither JWTSecret nor Keys, the header is ignored. The token header is
-// never passed on to subscribers of a SEND that carries it.
+// stage sets Principal.Expires to the token's end (a JWT's exp plus the
+// verifier's leeway), and the server ends the session then with ERROR
+// "token expired" and a close. To keep it open, the client sends a newer
+// token before then in a "token" header on any frame after CONNECT. The
+// stage checks it like a CONNECT token (for a JWT: signature, exp in the
+// future, nbf) and that it names the session's principal; it then moves
+// Expires to the new end and replaces the destination patterns with the
+// new token's. An invalid token, or one for another principal, ends the
+// session with ERROR "invalid credentials" (reason RejectAuth), as does a
+// token sent by an anonymous session. Without a Verifier, the header is
+// ignored. The token header is never passed on to subscribers of a SEND
+// that carries it.
 //
 // A frame that carries only the token and does nothing else is an
 // UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2
@@ -112,97 +106,33 @@ const BanCheckTimeout = 100 * time.Millisecond
 //
 // A PrincipalStage is safe for concurrent use.
 type PrincipalStage struct {
-	cfg    PrincipalConfig
-	parser *jwt.Parser
+	cfg PrincipalConfig
 }
 
 var _ Stage = (*PrincipalStage)(nil)
 
 // NewPrincipalStage validates cfg and returns the stage.
 func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
-	if cfg.Required && len(cfg.JWTSecret) == 0 && cfg.Keys == nil {
-		return nil, errors.New("interceptor: Required authentication needs a JWTSecret or Keys")
-	}
-	if cfg.Leeway < 0 {
-		return nil, fmt.Errorf("interceptor: Leeway %v is negative", cfg.Leeway)
+	if cfg.Required && cfg.Verifier == nil {
+		return nil, errors.New("interceptor: Required authentication needs a Verifier")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	p := &PrincipalStage{cfg: cfg}
-	var algs []string
-	if len(cfg.JWTSecret) > 0 {
-		algs = append(algs, AlgHS256)
-	}
-	if cfg.Keys != nil {
-		algs = append(algs, AlgRS256, AlgES256)
-	}
-	if len(algs) > 0 {
-		p.parser = jwt.NewParser(
-			jwt.WithValidMethods(algs),
-			jwt.WithExpirationRequired(),
-			jwt.WithLeeway(cfg.Leeway),
-			jwt.WithTimeFunc(cfg.Now),
-		)
-	}
-	return p, nil
+	return &PrincipalStage{cfg: cfg}, nil
 }
 
-// key is the parser's Keyfunc. The algorithm the token names picks the
-// key kind, and each algorithm has exactly one: the secret for HS256, the
-// source's keys of that algorithm for RS256 and ES256. A public key is
-// never offered to HMAC, whatever the token says.
-func (p *PrincipalStage) key(t *jwt.Token) (any, error) {
-	alg := t.Method.Alg()
-	switch alg {
-	case AlgHS256:
-		if len(p.cfg.JWTSecret) == 0 {
-			break
-		}
-		return p.cfg.JWTSecret, nil
-	case AlgRS256, AlgES256:
-		if p.cfg.Keys == nil {
-			break
-		}
-		kid, _ := t.Header["kid"].(string)
-		keys, err := p.cfg.Keys.PublicKeys(alg, kid)
-		if err != nil {
-			return nil, err
-		}
-		set := jwt.VerificationKeySet{Keys: make([]jwt.VerificationKey, 0, len(keys))}
-		for _, k := range keys {
-			if a, err := keyAlg(k); err == nil && a == alg {
-				set.Keys = append(set.Keys, k)
-			}
-		}
-		if len(set.Keys) == 0 {
-			return nil, ErrUnknownKey
-		}
-		return set, nil
-	}
-	return nil, fmt.Errorf("interceptor: algorithm %q is not accepted", alg)
-}
-
-// verify checks token and returns its claims, or the rejection.
-func (p *PrincipalStage) verify(token string) (*Claims, Result) {
-	var c Claims
-	if _, err := p.parser.ParseWithClaims(token, &c, p.key); err != nil {
+// verify asks the Verifier about token and returns the principal, or the
+// rejection.
+func (p *PrincipalStage) verify(token string) (*Principal, Result) {
+	pr, err := p.cfg.Verifier.Verify(token, p.cfg.Now())
+	if err != nil {
 		return nil, RejectFrame(RejectAuth, "invalid credentials", err.Error())
 	}
-	if c.Subject == "" {
-		return nil, RejectFrame(RejectAuth, "invalid credentials", `token has no "sub" claim`)
+	if pr == nil || pr.Name == "" {
+		return nil, RejectFrame(RejectAuth, "invalid credentials", "the token names no principal")
 	}
-	return &c, Continue()
-}
-
-// principal builds the principal c describes.
-func (p *PrincipalStage) principal(c *Claims) *Principal {
-	pr := &Principal{Name: c.Subject, Expires: c.ExpiresAt.Add(p.cfg.Leeway)}
-	if c.STOMP != nil {
-		pr.Subscribe = nonNil(c.STOMP.Subscribe)
-		pr.Send = nonNil(c.STOMP.Send)
-	}
-	return pr
+	return pr, Continue()
 }
 
 // Reject reasons of the PrincipalStage.
@@ -216,19 +146,6 @@ const (
 	// abuse. The ERROR says how long the ban still holds.
 	RejectBanned = "banned"
 )
-
-// Claims is the JWT claim set the PrincipalStage reads.
-type Claims struct {
-	jwt.RegisteredClaims
-	STOMP *DestinationClaims `json:"stomp,omitempty"`
-}
-
-// DestinationClaims lists the destination patterns a principal may use.
-// A nil slice means any destination.
-type DestinationClaims struct {
-	Subscribe []string `json:"subscribe"`
-	Send      []string `json:"send"`
-}
 
 // TokenHeader is the header that carries a newer token on any frame after
 // CONNECT (see PrincipalStage).
@@ -245,7 +162,7 @@ func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) 
 	if s.Principal == nil {
 		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
 	}
-	if token, ok := f.Lookup(TokenHeader); ok && p.parser != nil {
+	if token, ok := f.Lookup(TokenHeader); ok && p.cfg.Verifier != nil {
 		if r := p.refresh(s, token); r.Outcome != Pass {
 			return r
 		}
@@ -263,7 +180,7 @@ func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) 
 // and new destination patterns. The Principal is replaced, not changed in
 // place, so one read elsewhere sees either the old or the new one whole.
 func (p *PrincipalStage) refresh(s *Session, token string) Result {
-	c, r := p.verify(token)
+	pr, r := p.verify(token)
 	if r.Outcome != Pass {
 		return r
 	}
@@ -271,11 +188,11 @@ func (p *PrincipalStage) refresh(s *Session, token string) Result {
 		return RejectFrame(RejectAuth, "invalid credentials",
 			"a token header needs a session that was authenticated with a token; reconnect with it instead")
 	}
-	if c.Subject != s.Principal.Name {
+	if pr.Name != s.Principal.Name {
 		return RejectFrame(RejectAuth, "invalid credentials",
-			fmt.Sprintf("the token is for %q, not for the session's principal %q", c.Subject, s.Principal.Name))
+			fmt.Sprintf("the token is for %q, not for the session's principal %q", pr.Name, s.Principal.Name))
 	}
-	s.Principal = p.principal(c)
+	s.Principal = pr
 	return Continue()
 }
 
@@ -295,21 +212,21 @@ func (p *PrincipalStage) check(s *Session, patterns []string, f *stompframe.Fram
 
 func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
 	token := tokenFrom(s, f)
-	if p.parser == nil || token == "" {
+	if p.cfg.Verifier == nil || token == "" {
 		if p.cfg.Required {
 			return RejectFrame(RejectAuth, "authentication required", "a valid token is required in the passcode header, an Authorization: Bearer header or the access_token query parameter")
 		}
 		s.Principal = &Principal{Name: "anonymous-" + s.ID, Anonymous: true}
 		return Continue()
 	}
-	c, r := p.verify(token)
+	pr, r := p.verify(token)
 	if r.Outcome != Pass {
 		return r
 	}
-	if r, banned := p.banned(c.Subject); banned {
+	if r, banned := p.banned(pr.Name); banned {
 		return r
 	}
-	s.Principal = p.principal(c)
+	s.Principal = pr
 	return Continue()
 }
 
@@ -336,15 +253,6 @@ func (p *PrincipalStage) banned(name string) (Result, bool) {
 // LimitStage (which bans) and the PrincipalStage (which checks).
 func principalBanKey(name string) string {
 	return "principal:" + name
-}
-
-// nonNil keeps the distinction the claim format makes: an absent list
-// (nil) allows any destination; a present one, even empty, restricts.
-func nonNil(v []string) []string {
-	if v == nil {
-		return nil
-	}
-	return append(make([]string, 0, len(v)), v...)
 }
 
 func tokenFrom(s *Session, f *stompframe.Frame) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/internal/randid"
-	"github.com/stompgate/stompgate/server"
 )
 
 // Relay carries topic messages between server instances through Redis
@@ -59,10 +58,9 @@ type Relay struct {
 	wg sync.WaitGroup
 }
 
-var (
-	_ broker.Hooks = (*Relay)(nil)
-	_ server.Relay = (*Relay)(nil)
-)
+// The Relay is also a server.Relay; cmd/wsserver checks that, so that
+// this package does not import the server.
+var _ broker.Hooks = (*Relay)(nil)
 
 // New validates cfg and returns a relay that is not yet started. It does
 // not contact Redis.

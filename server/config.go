@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/netip"
 	"path"
 	"time"
 
@@ -160,6 +162,14 @@ type Config struct {
 	// ends the session at once (no close handshake: the peer is gone) as
 	// ClosePingTimeout. Default DefaultPingTimeout; negative is an error.
 	PingTimeout time.Duration
+
+	// ClientIP returns the client's address for a WebSocket upgrade
+	// request, as a handshake limiter in front found it (behind trusted
+	// proxies, the address they forwarded); it becomes the session's
+	// interceptor.Session.RemoteIP, which limits and bans key on. A false
+	// answer, or a nil ClientIP, means the peer address of the request's
+	// RemoteAddr. cmd/wsserver sets it to read handshake.ClientIPFrom.
+	ClientIP func(r *http.Request) (netip.Addr, bool)
 }
 
 // Relay carries messages that passed the chain to other instances. The

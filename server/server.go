@@ -10,7 +10,6 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/randid"
 	"github.com/stompgate/stompgate/stompframe"
@@ -121,7 +120,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.cfg.Observer.Handshake(HandshakeAccepted)
 	conn.SetReadLimit(int64(s.cfg.Limits.MaxFrameSize))
 
-	ip, ok := handshake.ClientIPFrom(r.Context())
+	var ip netip.Addr
+	ok := false
+	if s.cfg.ClientIP != nil {
+		ip, ok = s.cfg.ClientIP(r)
+	}
 	if !ok {
 		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 			ip = ap.Addr().Unmap()

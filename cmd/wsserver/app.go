@@ -13,6 +13,7 @@ import (
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/relay"
@@ -35,7 +36,7 @@ type app struct {
 	relay    *relay.Relay // nil without -relay
 	// jwks is the key set of -jwt-jwks-url, fetched in the background
 	// until close; nil without it.
-	jwks     *interceptor.JWKS
+	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
 }
@@ -64,13 +65,13 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	lim := handshake.Limit{Name: zone.Name, Rate: int64(zone.Rate), Burst: zone.Burst}
 	trusted, err := handshake.ParseTrustedProxies(st.trustedProxies)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
 	}
 	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
 	if st.redisURL != "" {
 		client, err := handshake.NewUniversalClient(st.redisURL)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
 		a.redis = client
 		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client})
@@ -135,6 +136,7 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		Logger:               logger,
 		PingInterval:         st.pingInterval,
 		PingTimeout:          st.pingTimeout,
+		ClientIP:             clientIP,
 	})
 	if err != nil {
 		a.close()
@@ -181,12 +183,15 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
 // -jwt-jwks-url. caps holds the per-principal session cap.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys interceptor.KeySource, caps *sessioncap.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
+	verifier, err := tokenVerifier(st, keys)
+	if err != nil {
+		return nil, err
+	}
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
-		JWTSecret: []byte(st.jwtSecret),
-		Keys:      keys,
-		Required:  st.authRequired,
-		Bans:      bans,
+		Verifier: verifier,
+		Required: st.authRequired,
+		Bans:     bans,
 	})
 	if err != nil {
 		return nil, err

@@ -1,8 +1,8 @@
 package main
 
-// Authentication wiring: the public-key source of RS256 and ES256 tokens
-// (a PEM file or a JWKS), its metrics, and the log filter that keeps
-// tokens out of every log line.
+// Authentication wiring: the JWT verifier the PrincipalStage is given, the
+// public-key source of RS256 and ES256 tokens (a PEM file or a JWKS), its
+// metrics, and the log filter that keeps tokens out of every log line.
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/jwtauth"
 )
 
 // validateAuth checks the JWT settings; validate calls it.
@@ -35,9 +36,9 @@ func (s *settings) validateAuth() error {
 			return fmt.Errorf("-jwt-jwks-url (%s): want an absolute http or https URL", envName("jwt-jwks-url"))
 		}
 	}
-	if s.jwtJWKSRefresh < interceptor.MinJWKSRefresh {
+	if s.jwtJWKSRefresh < jwtauth.MinJWKSRefresh {
 		return fmt.Errorf("-jwt-jwks-refresh (%s) %v: must be at least %v",
-			envName("jwt-jwks-refresh"), s.jwtJWKSRefresh, interceptor.MinJWKSRefresh)
+			envName("jwt-jwks-refresh"), s.jwtJWKSRefresh, jwtauth.MinJWKSRefresh)
 	}
 	return nil
 }
@@ -46,14 +47,14 @@ func (s *settings) validateAuth() error {
 // nil when neither is set. A JWKS starts fetching at once and is closed by
 // app.close; a provider that is down at start-up is logged, not fatal:
 // tokens it signs are refused until a fetch succeeds.
-func (a *app) newKeySource(st *settings, logger *slog.Logger) (interceptor.KeySource, error) {
+func (a *app) newKeySource(st *settings, logger *slog.Logger) (jwtauth.KeySource, error) {
 	switch {
 	case st.jwtPublicKey != "":
 		data, err := os.ReadFile(st.jwtPublicKey)
 		if err != nil {
 			return nil, fmt.Errorf("-jwt-public-key (%s): %w", envName("jwt-public-key"), err)
 		}
-		keys, err := interceptor.ParsePEMKeys(data)
+		keys, err := jwtauth.ParsePEMKeys(data)
 		if err != nil {
 			return nil, fmt.Errorf("-jwt-public-key (%s) %q: %w", envName("jwt-public-key"), st.jwtPublicKey, err)
 		}
@@ -63,7 +64,7 @@ func (a *app) newKeySource(st *settings, logger *slog.Logger) (interceptor.KeySo
 		if err != nil {
 			return nil, err
 		}
-		j, err := interceptor.NewJWKS(interceptor.JWKSConfig{
+		j, err := jwtauth.NewJWKS(jwtauth.JWKSConfig{
 			URL:      st.jwtJWKSURL,
 			Refresh:  st.jwtJWKSRefresh,
 			Logger:   logger,
@@ -78,6 +79,20 @@ func (a *app) newKeySource(st *settings, logger *slog.Logger) (interceptor.KeySo
 	return nil, nil
 }
 
+// tokenVerifier returns the verifier of -jwt-secret and keys (the keys of
+// -jwt-public-key or -jwt-jwks-url, nil without them), or nil when neither
+// is set: every session is then anonymous.
+func tokenVerifier(st *settings, keys jwtauth.KeySource) (interceptor.TokenVerifier, error) {
+	if st.jwtSecret == "" && keys == nil {
+		return nil, nil
+	}
+	v, err := jwtauth.New(jwtauth.Config{Secret: []byte(st.jwtSecret), Keys: keys})
+	if err != nil {
+		return nil, fmt.Errorf("-jwt-secret / -jwt-public-key / -jwt-jwks-url: %w", err)
+	}
+	return v, nil
+}
+
 // jwksMetrics counts what the JWKS does. Every series exists from the
 // start at zero, so an alert on a rate sees the first failure.
 type jwksMetrics struct {
@@ -87,7 +102,7 @@ type jwksMetrics struct {
 	limited prometheus.Counter
 }
 
-var _ interceptor.JWKSObserver = (*jwksMetrics)(nil)
+var _ jwtauth.JWKSObserver = (*jwksMetrics)(nil)
 
 func newJWKSMetrics(reg prometheus.Registerer) (*jwksMetrics, error) {
 	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -115,10 +130,10 @@ func newJWKSMetrics(reg prometheus.Registerer) (*jwksMetrics, error) {
 			return nil, fmt.Errorf("jwks metrics: %w", err)
 		}
 	}
-	for _, r := range []string{interceptor.JWKSFetchOK, interceptor.JWKSFetchError, interceptor.JWKSFetchTooLarge, interceptor.JWKSFetchInvalid} {
+	for _, r := range []string{jwtauth.JWKSFetchOK, jwtauth.JWKSFetchError, jwtauth.JWKSFetchTooLarge, jwtauth.JWKSFetchInvalid} {
 		m.fetches[r] = fetches.WithLabelValues(r)
 	}
-	for _, r := range []string{interceptor.JWKSSkipUnusable, interceptor.JWKSSkipOverLimit} {
+	for _, r := range []string{jwtauth.JWKSSkipUnusable, jwtauth.JWKSSkipOverLimit} {
 		m.skipped[r] = skipped.WithLabelValues(r)
 	}
 	return m, nil

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
 	"github.com/stompgate/stompgate/sessionlimit"
@@ -124,7 +124,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&s.authRequired, "auth-required", false, "refuse sessions without a valid JWT (needs -jwt-secret, -jwt-public-key or -jwt-jwks-url)")
 	fs.StringVar(&s.jwtPublicKey, "jwt-public-key", "", "PEM file of RSA (RS256) or EC P-256 (ES256) public keys or certificates that verify JWTs")
 	fs.StringVar(&s.jwtJWKSURL, "jwt-jwks-url", "", "URL of the identity provider's JWK set (jwks_uri) whose RSA and EC P-256 keys verify RS256 and ES256 JWTs")
-	fs.DurationVar(&s.jwtJWKSRefresh, "jwt-jwks-refresh", interceptor.DefaultJWKSRefresh, "how often the -jwt-jwks-url key set is fetched again (at least 10s); a token naming an unknown key also refetches it, at most every 30s")
+	fs.DurationVar(&s.jwtJWKSRefresh, "jwt-jwks-refresh", jwtauth.DefaultJWKSRefresh, "how often the -jwt-jwks-url key set is fetched again (at least 10s); a token naming an unknown key also refetches it, at most every 30s")
 
 	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter and the -relay: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
 	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")

@@ -1,4 +1,4 @@
-package interceptor
+package jwtauth
 
 import (
 	"bytes"
@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/stompgate/stompgate/interceptor"
 )
 
 // jwksServer serves a JWK set that a test can change, and counts the
@@ -179,7 +181,7 @@ func TestJWKSVerifiesTokens(t *testing.T) {
 	t.Parallel()
 	js := newJWKSServer(t, rsaJWK("r1", &rsaKey.PublicKey, "alg", "RS256", "use", "sig"), ecJWK("e1", &ecKey.PublicKey))
 	j := newJWKS(t, JWKSConfig{URL: js.URL})
-	p := newPrincipalStage(t, PrincipalConfig{Keys: j, Required: true})
+	p := newPrincipalStage(t, stageConfig{Keys: j, Required: true})
 	claims := validClaims("alice", nil)
 	tests := []struct {
 		name   string
@@ -194,8 +196,8 @@ func TestJWKSVerifiesTokens(t *testing.T) {
 		{"HS256 over the JWK's n", sign(t, []byte(b64u(rsaKey.N.Bytes())), claims), false},
 	}
 	for _, tt := range tests {
-		r := p.Handle(&Session{ID: "1"}, frame("CONNECT", "passcode", tt.token), t0)
-		if (r.Outcome == Pass) != tt.wantOK {
+		r := p.Handle(&interceptor.Session{ID: "1"}, frame("CONNECT", "passcode", tt.token), t0)
+		if (r.Outcome == interceptor.Pass) != tt.wantOK {
 			t.Errorf("%s: Handle(CONNECT) = %+v, want pass %v", tt.name, r, tt.wantOK)
 		}
 	}
@@ -274,7 +276,7 @@ func TestJWKSKeepsLastGoodKeys(t *testing.T) {
 		Observer: ev,
 	})
 	tok := signWith(t, jwt.SigningMethodRS256, rsaKey, "r1", validClaims("alice", nil))
-	p := newPrincipalStage(t, PrincipalConfig{Keys: j})
+	p := newPrincipalStage(t, stageConfig{Keys: j})
 
 	steps := []struct {
 		name   string
@@ -302,7 +304,7 @@ func TestJWKSKeepsLastGoodKeys(t *testing.T) {
 		if got := j.Len(); got != 1 {
 			t.Errorf("%s: %d keys held, want the last good 1", st.name, got)
 		}
-		if r := p.Handle(&Session{ID: "1"}, frame("CONNECT", "passcode", tok), t0); r.Outcome != Pass {
+		if r := p.Handle(&interceptor.Session{ID: "1"}, frame("CONNECT", "passcode", tok), t0); r.Outcome != interceptor.Pass {
 			t.Errorf("%s: CONNECT with a token of the kept key = %+v, want pass", st.name, r)
 		}
 		if res := ev.results(); res[len(res)-1] != st.result {
@@ -462,7 +464,7 @@ func TestNewJWKSErrors(t *testing.T) {
 			t.Errorf("%s: NewJWKS = nil error, want one containing %q", tt.name, tt.want)
 			continue
 		}
-		if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "interceptor: ") {
+		if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "jwtauth: ") {
 			t.Errorf("%s: error %q, want it to contain %q", tt.name, err, tt.want)
 		}
 	}

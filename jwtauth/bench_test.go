@@ -1,10 +1,12 @@
-package interceptor
+package jwtauth
 
 import (
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/stompgate/stompgate/interceptor"
 )
 
 // BenchmarkPrincipalConnect measures one CONNECT's token check by
@@ -20,25 +22,21 @@ func BenchmarkPrincipalConnect(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name  string
-		cfg   PrincipalConfig
+		cfg   stageConfig
 		token string
 	}{
-		{"HS256", PrincipalConfig{JWTSecret: testSecret}, signWith(b, jwt.SigningMethodHS256, testSecret, "", claims)},
-		{"RS256", PrincipalConfig{Keys: keys}, signWith(b, jwt.SigningMethodRS256, rsaKey, "", claims)},
-		{"ES256", PrincipalConfig{Keys: keys}, signWith(b, jwt.SigningMethodES256, ecKey, "", claims)},
+		{"HS256", stageConfig{JWTSecret: testSecret}, signWith(b, jwt.SigningMethodHS256, testSecret, "", claims)},
+		{"RS256", stageConfig{Keys: keys}, signWith(b, jwt.SigningMethodRS256, rsaKey, "", claims)},
+		{"ES256", stageConfig{Keys: keys}, signWith(b, jwt.SigningMethodES256, ecKey, "", claims)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			bc.cfg.Now = func() time.Time { return t0 }
-			p, err := NewPrincipalStage(bc.cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
+			p := newPrincipalStage(b, bc.cfg)
 			f := frame("CONNECT", "passcode", bc.token)
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					s := Session{ID: "1"}
-					if r := p.Handle(&s, f, t0); r.Outcome != Pass {
+					s := interceptor.Session{ID: "1"}
+					if r := p.Handle(&s, f, t0); r.Outcome != interceptor.Pass {
 						b.Fatalf("Handle = %+v", r)
 					}
 				}

@@ -1,4 +1,4 @@
-package interceptor
+package jwtauth
 
 import (
 	"context"
@@ -169,13 +169,13 @@ type jwksKey struct {
 func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("interceptor: JWKSConfig.URL must be an absolute http or https URL")
+		return nil, errors.New("jwtauth: JWKSConfig.URL must be an absolute http or https URL")
 	}
 	switch {
 	case cfg.Refresh == 0:
 		cfg.Refresh = DefaultJWKSRefresh
 	case cfg.Refresh < MinJWKSRefresh:
-		return nil, fmt.Errorf("interceptor: JWKSConfig.Refresh %v is below the minimum %v", cfg.Refresh, MinJWKSRefresh)
+		return nil, fmt.Errorf("jwtauth: JWKSConfig.Refresh %v is below the minimum %v", cfg.Refresh, MinJWKSRefresh)
 	}
 	for _, d := range []struct {
 		name string
@@ -186,7 +186,7 @@ func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 		{"RefetchInterval", &cfg.RefetchInterval, DefaultJWKSRefetchInterval},
 	} {
 		if *d.v < 0 {
-			return nil, fmt.Errorf("interceptor: JWKSConfig.%s %v is negative", d.name, *d.v)
+			return nil, fmt.Errorf("jwtauth: JWKSConfig.%s %v is negative", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -194,13 +194,13 @@ func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 	}
 	switch {
 	case cfg.MaxKeys < 0:
-		return nil, fmt.Errorf("interceptor: JWKSConfig.MaxKeys %d is negative", cfg.MaxKeys)
+		return nil, fmt.Errorf("jwtauth: JWKSConfig.MaxKeys %d is negative", cfg.MaxKeys)
 	case cfg.MaxKeys == 0:
 		cfg.MaxKeys = DefaultJWKSMaxKeys
 	}
 	switch {
 	case cfg.MaxBytes < 0:
-		return nil, fmt.Errorf("interceptor: JWKSConfig.MaxBytes %d is negative", cfg.MaxBytes)
+		return nil, fmt.Errorf("jwtauth: JWKSConfig.MaxBytes %d is negative", cfg.MaxBytes)
 	case cfg.MaxBytes == 0:
 		cfg.MaxBytes = DefaultJWKSMaxBytes
 	}
@@ -380,10 +380,10 @@ func (j *JWKS) store(keys []jwksKey, skipped map[string]int, result string, err 
 	}
 	switch {
 	case err != nil && !was:
-		j.cfg.Logger.Warn("interceptor: JWKS fetch failing, keeping the last good keys",
+		j.cfg.Logger.Warn("jwtauth: JWKS fetch failing, keeping the last good keys",
 			"url", j.logURL, "keys", held, "err", err)
 	case err == nil && was:
-		j.cfg.Logger.Info("interceptor: JWKS fetch works again", "url", j.logURL, "keys", held)
+		j.cfg.Logger.Info("jwtauth: JWKS fetch works again", "url", j.logURL, "keys", held)
 	}
 }
 
@@ -393,7 +393,7 @@ func (j *JWKS) fetch() (keys []jwksKey, skipped map[string]int, result string, e
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.cfg.URL, nil)
 	if err != nil {
-		return nil, nil, JWKSFetchError, fmt.Errorf("interceptor: JWKS request: %w", err)
+		return nil, nil, JWKSFetchError, fmt.Errorf("jwtauth: JWKS request: %w", err)
 	}
 	req.Header.Set("Accept", "application/jwk-set+json, application/json")
 	resp, err := j.client.Do(req)
@@ -403,21 +403,21 @@ func (j *JWKS) fetch() (keys []jwksKey, skipped map[string]int, result string, e
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, nil, JWKSFetchError, fmt.Errorf("interceptor: JWKS fetch: %w", err)
+		return nil, nil, JWKSFetchError, fmt.Errorf("jwtauth: JWKS fetch: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, nil, JWKSFetchError, fmt.Errorf("interceptor: JWKS fetch: HTTP status %d", resp.StatusCode)
+		return nil, nil, JWKSFetchError, fmt.Errorf("jwtauth: JWKS fetch: HTTP status %d", resp.StatusCode)
 	}
 	if resp.ContentLength > j.cfg.MaxBytes {
-		return nil, nil, JWKSFetchTooLarge, fmt.Errorf("interceptor: JWKS document of %d bytes exceeds MaxBytes %d", resp.ContentLength, j.cfg.MaxBytes)
+		return nil, nil, JWKSFetchTooLarge, fmt.Errorf("jwtauth: JWKS document of %d bytes exceeds MaxBytes %d", resp.ContentLength, j.cfg.MaxBytes)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, j.cfg.MaxBytes+1))
 	if err != nil {
-		return nil, nil, JWKSFetchError, fmt.Errorf("interceptor: JWKS read: %w", err)
+		return nil, nil, JWKSFetchError, fmt.Errorf("jwtauth: JWKS read: %w", err)
 	}
 	if int64(len(body)) > j.cfg.MaxBytes {
-		return nil, nil, JWKSFetchTooLarge, fmt.Errorf("interceptor: JWKS document exceeds MaxBytes %d", j.cfg.MaxBytes)
+		return nil, nil, JWKSFetchTooLarge, fmt.Errorf("jwtauth: JWKS document exceeds MaxBytes %d", j.cfg.MaxBytes)
 	}
 	keys, skipped, err = parseJWKS(body, j.cfg.MaxKeys)
 	if err != nil {
@@ -447,7 +447,7 @@ func parseJWKS(body []byte, max int) ([]jwksKey, map[string]int, error) {
 		Keys []json.RawMessage `json:"keys"`
 	}
 	if err := json.Unmarshal(body, &set); err != nil {
-		return nil, nil, fmt.Errorf("interceptor: JWKS document: %w", err)
+		return nil, nil, fmt.Errorf("jwtauth: JWKS document: %w", err)
 	}
 	skipped := map[string]int{}
 	var keys []jwksKey
@@ -464,7 +464,7 @@ func parseJWKS(body []byte, max int) ([]jwksKey, map[string]int, error) {
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, skipped, fmt.Errorf("interceptor: JWKS document holds no usable key (%d keys, none RSA or EC P-256 for signing)", len(set.Keys))
+		return nil, skipped, fmt.Errorf("jwtauth: JWKS document holds no usable key (%d keys, none RSA or EC P-256 for signing)", len(set.Keys))
 	}
 	return keys, skipped, nil
 }

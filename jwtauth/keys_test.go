@@ -1,4 +1,4 @@
-package interceptor
+package jwtauth
 
 import (
 	"crypto"
@@ -118,7 +118,7 @@ func TestParsePEMKeys(t *testing.T) {
 			t.Parallel()
 			keys, err := ParsePEMKeys([]byte(tt.pem))
 			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "interceptor: ") {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "jwtauth: ") {
 					t.Fatalf("ParsePEMKeys = %v, want an error containing %q", err, tt.wantErr)
 				}
 				return

@@ -1,4 +1,4 @@
-package interceptor
+package jwtauth
 
 import (
 	"crypto"
@@ -11,12 +11,12 @@ import (
 	"fmt"
 )
 
-// The token algorithms the PrincipalStage accepts. Each is pinned to one
-// kind of key, so a token cannot choose how it is checked: an HS256 token
-// is only ever checked against PrincipalConfig.JWTSecret, never against
-// a public key used as an HMAC secret, and "none" is never accepted.
+// The token algorithms a Verifier accepts. Each is pinned to one kind of
+// key, so a token cannot choose how it is checked: an HS256 token is only
+// ever checked against Config.Secret, never against a public key used as
+// an HMAC secret, and "none" is never accepted.
 const (
-	// AlgHS256 is HMAC with SHA-256 over PrincipalConfig.JWTSecret.
+	// AlgHS256 is HMAC with SHA-256 over Config.Secret.
 	AlgHS256 = "HS256"
 	// AlgRS256 is RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 3.3), for RSA
 	// public keys of at least MinRSABits.
@@ -31,11 +31,11 @@ const (
 // when a token arrives.
 const MinRSABits = 2048
 
-// KeySource finds the public keys that may verify a token. The
-// PrincipalStage asks it with the token's alg (AlgRS256 or AlgES256) and
-// the kid of the token's header ("" when there is none), and checks the
+// KeySource finds the public keys that may verify a token. The Verifier
+// asks it with the token's alg (AlgRS256 or AlgES256) and the kid of the
+// token's header ("" when there is none), and checks the
 // token against each key returned until one verifies it. A source returns
-// only keys of alg's type (KeyAlg(key) == alg); the stage drops any
+// only keys of alg's type (KeyAlg(key) == alg); the Verifier drops any
 // other. With no key to offer it returns an error, usually ErrUnknownKey.
 //
 // PublicKeys is called on the session's reader goroutine at CONNECT and at
@@ -51,7 +51,7 @@ type KeySource interface {
 func KeyAlg(key crypto.PublicKey) (string, error) {
 	alg, err := keyAlg(key)
 	if err != nil {
-		return "", fmt.Errorf("interceptor: %w", err)
+		return "", fmt.Errorf("jwtauth: %w", err)
 	}
 	return alg, nil
 }
@@ -96,7 +96,7 @@ func NewStaticKeys(keys ...crypto.PublicKey) (*StaticKeys, error) {
 	for i, k := range keys {
 		alg, err := keyAlg(k)
 		if err != nil {
-			return nil, fmt.Errorf("interceptor: key %d: %w", i+1, err)
+			return nil, fmt.Errorf("jwtauth: key %d: %w", i+1, err)
 		}
 		s.byAlg[alg] = append(s.byAlg[alg], k)
 	}
@@ -137,7 +137,7 @@ func ParsePEMKeys(data []byte) (*StaticKeys, error) {
 			_, err = keyAlg(k)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("interceptor: PEM block %d: %w", n, err)
+			return nil, fmt.Errorf("jwtauth: PEM block %d: %w", n, err)
 		}
 		keys = append(keys, k)
 	}

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// module is this module's path, the prefix of every package it holds.
+const module = "github.com/stompgate/stompgate/"
+
+// corePackages are the packages an embedding program needs to serve
+// STOMP: they must build on the standard library and coder/websocket
+// alone. Redis (handshake, relay, sessioncap), JWTs (jwtauth) and
+// Prometheus (metrics) are adapters that plug into them.
+var corePackages = []string{
+	module + "stompframe",
+	module + "broker",
+	module + "server",
+	module + "interceptor",
+}
+
+// allowedDependency reports whether the core may depend on the non-standard
+// package path: coder/websocket and its internal packages, and this
+// module's own packages (whose own dependencies are in the same listing,
+// so an adapter imported by mistake shows up through what it imports).
+func allowedDependency(path string) bool {
+	return path == "github.com/coder/websocket" ||
+		strings.HasPrefix(path, "github.com/coder/websocket/") ||
+		strings.HasPrefix(path, module)
+}
+
+// TestCoreDependencies lists every package the core packages build on
+// (go list -deps, tests excluded) and fails on any outside the standard
+// library, coder/websocket and this module: go-redis, golang-jwt or
+// Prometheus above all, which would reach every program that embeds the
+// server. It names the import that brings each one in.
+func TestCoreDependencies(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the dependencies: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// One line per package: its path, whether it is in the standard
+	// library, then what it imports.
+	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}{{range .Imports}} {{.}}{{end}}"}, corePackages...)
+	cmd := exec.CommandContext(ctx, goTool, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	imports := map[string][]string{} // non-standard package -> its imports
+	var outside []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] == "true" {
+			continue
+		}
+		imports[f[0]] = f[2:]
+		if !allowedDependency(f[0]) {
+			outside = append(outside, f[0])
+		}
+	}
+	for _, p := range corePackages {
+		if _, ok := imports[p]; !ok {
+			t.Fatalf("go list -deps does not list %s itself:\n%s", p, out)
+		}
+	}
+	if len(outside) == 0 {
+		return
+	}
+	// The edges from this module into the outside, which are what a fix
+	// removes.
+	var edges []string
+	for p, imps := range imports {
+		if !strings.HasPrefix(p, module) {
+			continue
+		}
+		for _, imp := range imps {
+			if slices.Contains(outside, imp) {
+				edges = append(edges, p+" imports "+imp)
+			}
+		}
+	}
+	slices.Sort(edges)
+	t.Errorf("the core packages depend on %d packages outside the standard library, coder/websocket and this module:\n\t%s\nthrough:\n\t%s",
+		len(outside), strings.Join(outside, "\n\t"), strings.Join(edges, "\n\t"))
+}
+
+func TestAllowedDependency(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"github.com/coder/websocket", true},
+		{"github.com/coder/websocket/internal/errd", true},
+		{module + "sessionlimit", true},
+		{"github.com/coder/websocketx", false},
+		{"github.com/redis/go-redis/v9", false},
+		{"github.com/golang-jwt/jwt/v5", false},
+		{"github.com/prometheus/client_golang/prometheus", false},
+		{"go.uber.org/atomic", false},
+	} {
+		if got := allowedDependency(tt.path); got != tt.want {
+			t.Errorf("allowedDependency(%q) = %v, want %v", tt.path, got, tt.want)
+		}
+	}
+}
