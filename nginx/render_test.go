@@ -265,13 +265,17 @@ func TestRenderTLS(t *testing.T) {
 				listen = "443"
 			}
 			for _, want := range []string{
-				"\nserver {\n    listen 80;\n    server_name _;\n    server_tokens off;\n    location / {\n        " + tt.redirect + "    }\n}\n",
+				"\nserver {\n    listen 80;\n    server_name _;\n    server_tokens off;\n",
+				"    access_log /var/log/nginx/access.log stompgate;\n    location / {\n        " + tt.redirect + "    }\n}\n",
 				"\nserver {\n    listen " + listen + " ssl;\n    ssl_certificate /etc/ssl/game.pem;\n    ssl_certificate_key /etc/ssl/private/game.key;\n",
 				"    ssl_protocols TLSv1.2 TLSv1.3;\n",
 			} {
 				if !strings.Contains(conf, want) {
 					t.Errorf("Render lacks %q", want)
 				}
+			}
+			if got := strings.Count(conf, "access_log /var/log/nginx/access.log stompgate;"); got != 2 {
+				t.Errorf("access_log with the stompgate format appears %d times, want 2 (the redirect and the HTTPS server)", got)
 			}
 			if got := strings.Count(conf, "limit_req zone="); got != 1 {
 				t.Errorf("limit_req appears %d times, want 1 (on the HTTPS server's /ws)", got)
