@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/policy"
 )
@@ -124,7 +125,7 @@ func TestNginxVariants(t *testing.T) {
 					if withTLS {
 						base = "https://127.0.0.1:" + strconv.Itoa(tlsPort)
 						newC = func() *client { return trusting(t, base, certFile) }
-						checkRedirect(t, srv.URL, base, certFile)
+						checkRedirect(t, srv, base, certFile)
 					}
 					checkVariant(t, p, base, newC, ws, api, withAPI)
 				})
@@ -134,12 +135,13 @@ func TestNginxVariants(t *testing.T) {
 }
 
 // checkRedirect: plain HTTP answers every path with a 308 to the same
-// path on HTTPS.
-func checkRedirect(t *testing.T, plainURL, tlsURL, certFile string) {
+// path on HTTPS, and logs it without the query.
+func checkRedirect(t *testing.T, srv *testnginx.Server, tlsURL, certFile string) {
 	t.Helper()
-	c := trusting(t, plainURL, certFile)
-	for _, path := range []string{"/", "/stomp", "/rooms?x=1"} {
-		req, err := http.NewRequest("POST", plainURL+path, nil)
+	c := trusting(t, srv.URL, certFile)
+	const secret = "eyJhbGciOiJIUzI1NiJ9.cmVkaXJlY3Q.c2ln"
+	for _, path := range []string{"/", "/stomp?access_token=" + secret, "/rooms?x=1"} {
+		req, err := http.NewRequest("POST", srv.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +153,15 @@ func checkRedirect(t *testing.T, plainURL, tlsURL, certFile string) {
 		if resp.StatusCode != http.StatusPermanentRedirect || resp.Header.Get("Location") != tlsURL+path {
 			t.Errorf("POST %s over plain HTTP = %d Location %q, want 308 to %s", path, resp.StatusCode, resp.Header.Get("Location"), tlsURL+path)
 		}
+	}
+	poll.Until(t, 10*time.Second, func() error {
+		if log := srv.ReadFile("access.log"); !strings.Contains(log, `"POST /stomp HTTP/1.1" 308`) {
+			return fmt.Errorf("access.log lacks the redirect of POST /stomp:\n%s", log)
+		}
+		return nil
+	})
+	if log := srv.ReadFile("access.log"); strings.Contains(log, secret) {
+		t.Errorf("access.log holds the token of a redirected request:\n%s", log)
 	}
 }
 
