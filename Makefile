@@ -1,10 +1,47 @@
-.PHONY: run test bench
+.PHONY: run build release test bench clean
+
+# What the binary says it is (wsserver -version, stompgate_build_info).
+# VERSION is the git tag (v0.1.0; v0.1.0-3-gabc1234 past it), with -dirty
+# for uncommitted changes; without a tag it is empty and the binary
+# reports the version Go recorded. REVISION is the commit. Either can be
+# given: make release VERSION=v0.1.0.
+VERSION  ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
+REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+
+# Static binaries (no cgo): they run on any Linux of their architecture,
+# including distroless images, and cross-compile without a C toolchain.
+# -trimpath keeps the build machine's paths out of them.
+BUILD := CGO_ENABLED=0 go build -trimpath
+
+# The architectures of the release: x86 servers and ARM ones (Graviton,
+# Ampere, Raspberry Pi 4 and later).
+RELEASE_ARCHS := amd64 arm64
 
 run:
 	go run ./cmd/wsserver
+
+# bin/wsserver for this machine.
+build:
+	$(BUILD) -ldflags '$(LDFLAGS)' -o bin/wsserver ./cmd/wsserver
+	@bin/wsserver -version
+
+# dist/wsserver-VERSION-linux-ARCH for each release architecture, stripped
+# of debug symbols, and dist/SHA256SUMS to check them with sha256sum -c.
+release:
+	@if [ -z "$(VERSION)" ]; then echo "release: no version: tag the commit (git tag v0.1.0) or set VERSION=" >&2; exit 1; fi
+	rm -rf dist && mkdir -p dist
+	for arch in $(RELEASE_ARCHS); do \
+	  GOOS=linux GOARCH=$$arch $(BUILD) -ldflags '-s -w $(LDFLAGS)' \
+	    -o dist/wsserver-$(VERSION)-linux-$$arch ./cmd/wsserver || exit 1; \
+	done
+	cd dist && sha256sum wsserver-* > SHA256SUMS && cat SHA256SUMS
 
 test:
 	./scripts/test.sh
 
 bench:
 	./scripts/bench.sh
+
+clean:
+	rm -rf bin dist

@@ -76,7 +76,8 @@ func TestBoundedCardinality(t *testing.T) {
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
 		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
 		numHTTPTimeouts + // HTTP timeouts
-		1 + numRelayResubscribeReasons // relay subscriptions down, resubscribes
+		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
+		1 // build info
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

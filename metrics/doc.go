@@ -27,6 +27,8 @@
 //     drops: the constants of RelayDropReason; on its resubscriptions:
 //     the constants of RelayResubscribeReason.
 //   - destination_prefix: one of Config.DestinationPrefixes.
+//   - version, revision, goversion: the one build the binary is
+//     (Config.Build), fixed for the life of the process.
 //
 // Sessions, principals, client addresses and raw destinations are never
 // label values.
@@ -110,6 +112,13 @@
 //     reach for longer than the lease TTL).
 //   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
 //     instance's sessions only because Redis is unreachable, else 0.
+//
+// The build:
+//
+//   - stompgate_build_info{version,revision,goversion} (gauge): always 1;
+//     the labels name the running build (Config.Build), one series per
+//     instance. count by (version) (stompgate_build_info) shows a rolling
+//     upgrade's progress.
 //
 // The public HTTP server:
 //

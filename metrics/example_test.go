@@ -18,6 +18,7 @@ func ExampleNew() {
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, metrics.Config{
 		DestinationPrefixes: []string{"/topic/room."},
+		Build:               metrics.BuildInfo{Version: "v0.1.0", Revision: "3fdcbc7", GoVersion: "go1.26.8"},
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -48,6 +49,7 @@ func ExampleNew() {
 	printNonZero(reg)
 	// Output:
 	// metrics: register stompgate_sessions_active: duplicate metrics collector registration attempted
+	// stompgate_build_info{goversion="go1.26.8",revision="3fdcbc7",version="v0.1.0"} 1
 	// stompgate_frames_dropped_total{command="SEND",reason="rate_limit"} 1
 	// stompgate_frames_passed_total{command="SEND"} 2
 	// stompgate_frames_received_total{command="SEND"} 3

@@ -32,6 +32,9 @@ type Config struct {
 	// MaxDestinationPrefixes entries, each non-empty valid UTF-8, no
 	// duplicates, and not the literal "other".
 	DestinationPrefixes []string
+	// Build names the running build on stompgate_build_info; see
+	// BuildInfo for what its zero value reports.
+	Build BuildInfo
 }
 
 // withDefaults returns a validated copy of c with the prefixes sorted
@@ -124,6 +127,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
 	m.buildHTTP(b)
+	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

@@ -13,9 +13,9 @@ import (
 // Defaults of Config, for a system install of nginx on Debian or Ubuntu.
 const (
 	DefaultListen            = "80"
+	DefaultTLSListen         = "443"
 	DefaultServerName        = "_"
 	DefaultWSUpstream        = "127.0.0.1:8080"
-	DefaultAPIUpstream       = "127.0.0.1:9000"
 	DefaultWSPath            = "/ws"
 	DefaultReadTimeout       = 75 * time.Second
 	DefaultHeartBeat         = 10 * time.Second
@@ -28,16 +28,33 @@ const (
 
 // Config says where the rendered nginx configuration listens, where it
 // sends requests and where it keeps its files. The zero Config renders the
-// configuration for a system install: nginx on port 80 in front of one
-// wsserver on 127.0.0.1:8080 and the API on 127.0.0.1:9000.
+// file to drop into /etc/nginx/conf.d/ on a system install: plain HTTP on
+// port 80 in front of one wsserver on 127.0.0.1:8080, with no API.
 //
-// Render always produces a complete nginx.conf (main context, events{} and
-// http{} with one server{}), meant for `nginx -c`.
+// By default Render produces http-context directives only (zones, maps,
+// upstreams and the server blocks), for nginx's own nginx.conf to include;
+// Full wraps them in a complete nginx.conf for `nginx -c`. Fields marked
+// "Full only" are main- and events-context settings, ignored otherwise:
+// an included file must leave those to the nginx.conf that includes it.
 type Config struct {
-	// Listen is the address of the listen directive: a port ("80") or
-	// host:port ("127.0.0.1:8081", "[::1]:80"). Default "80", every IPv4
-	// address.
+	// Full renders a standalone nginx.conf (main context, events{} and
+	// http{}) instead of a file for /etc/nginx/conf.d/. It replaces the
+	// distribution's nginx.conf and everything that file includes.
+	Full bool
+	// Listen is the address of the plain HTTP listen directive: a port
+	// ("80") or host:port ("127.0.0.1:8081", "[::1]:80"). Default "80",
+	// every IPv4 address. With TLS, this server only redirects to HTTPS.
 	Listen string
+	// TLSCert and TLSKey are the PEM certificate chain and private key
+	// files of an HTTPS server on TLSListen (ssl_certificate and
+	// ssl_certificate_key). Set both or neither; empty means no TLS. nginx
+	// reads them as root when it starts or reloads, so they may be
+	// readable by root only.
+	TLSCert string
+	TLSKey  string
+	// TLSListen is the HTTPS listen address, a port or host:port like
+	// Listen, used only with TLSCert. Default "443".
+	TLSListen string
 	// ServerName is the server_name: one or more names separated by
 	// spaces. Default "_", which matches no real host name, so the server
 	// answers whatever Host the client sends.
@@ -46,11 +63,18 @@ type Config struct {
 	// stompgate_ws upstream. Empty means [DefaultWSUpstream].
 	WSUpstreams []string
 	// APIUpstreams are the application's HTTP API servers, each host:port,
-	// in the stompgate_api upstream. Empty means [DefaultAPIUpstream].
+	// in the stompgate_api upstream. Empty (the default) means there is no
+	// API: the policy's api routes, and zones left without routes, are not
+	// rendered (a comment lists them), and neither is the upstream. Most
+	// deployments run the wsserver alone, and an upstream that does not
+	// exist would turn those paths into 502s.
 	APIUpstreams []string
-	// WSPath is the WebSocket endpoint. It always gets a location with the
-	// WebSocket proxy settings, limited or not by the policy; a policy route
-	// on it must use the ws upstream. Default "/ws".
+	// WSPath is the WebSocket endpoint the wsserver serves (its -ws-path).
+	// It always gets a location with the WebSocket proxy settings, and
+	// every policy route to the ws upstream is rendered on it whatever path
+	// the policy names: the wsserver has one endpoint and limits its
+	// handshakes with the policy's ws zone there. A policy api route on it
+	// is an error. Default "/ws".
 	WSPath string
 	// ReadTimeout is proxy_read_timeout and proxy_send_timeout on WebSocket
 	// locations: how long a tunnel may stay silent before nginx closes it.
@@ -64,26 +88,29 @@ type Config struct {
 	// check ReadTimeout. Zero means DefaultHeartBeat, the server's default;
 	// negative is an error.
 	HeartBeat time.Duration
-	// WorkerConnections is worker_connections: the open connections one
+	// WorkerConnections is worker_connections (Full only): the open connections one
 	// worker may hold. A proxied WebSocket holds two (client and upstream),
 	// so the default 4096 carries about 2000 sockets per worker.
 	// worker_rlimit_nofile is rendered as twice this value. Zero means the
 	// default; negative is an error.
 	WorkerConnections int
-	// User is the user directive, the account nginx's workers run as when
+	// User (Full only) is the user directive, the account nginx's workers run as when
 	// the master starts as root. Default "www-data".
 	User string
-	// PIDFile is the pid directive. Default "/run/nginx.pid". A relative
+	// PIDFile (Full only) is the pid directive. Default "/run/nginx.pid". A relative
 	// path is relative to nginx's prefix (-p).
 	PIDFile string
-	// ErrorLog is the error_log file, or "stderr". Default
+	// ErrorLog (Full only) is the error_log file, or "stderr". Default
 	// "/var/log/nginx/error.log". It logs at warn, the level limit_req
-	// rejections are logged at.
+	// rejections are logged at. An included file keeps the error log of
+	// the nginx.conf that includes it (error level on Debian: rejections
+	// then show in the access log only).
 	ErrorLog string
-	// AccessLog is the access_log file, or "off". Default
-	// "/var/log/nginx/access.log".
+	// AccessLog is the access_log file of stompgate's servers, or "off".
+	// Default "/var/log/nginx/access.log". Its format leaves the query
+	// string out (see Render).
 	AccessLog string
-	// TempPath, when set, is a directory under which the *_temp_path
+	// TempPath (Full only), when set, is a directory under which the *_temp_path
 	// directories are rendered (client_body_temp, proxy_temp, and the
 	// unused fastcgi, uwsgi and scgi ones, which nginx creates anyway).
 	// Empty leaves nginx's compiled-in paths (/var/lib/nginx/... on Debian).
@@ -103,8 +130,8 @@ func (c Config) withDefaults() (Config, error) {
 	if len(c.WSUpstreams) == 0 {
 		c.WSUpstreams = []string{DefaultWSUpstream}
 	}
-	if len(c.APIUpstreams) == 0 {
-		c.APIUpstreams = []string{DefaultAPIUpstream}
+	if c.TLSListen == "" {
+		c.TLSListen = DefaultTLSListen
 	}
 	if c.WSPath == "" {
 		c.WSPath = DefaultWSPath
@@ -148,6 +175,9 @@ var (
 // validate checks a Config whose defaults are filled.
 func (c Config) validate() error {
 	if err := checkListen(c.Listen); err != nil {
+		return err
+	}
+	if err := c.validateTLS(); err != nil {
 		return err
 	}
 	if !serverNameRE.MatchString(c.ServerName) {
@@ -195,15 +225,53 @@ func (c Config) validate() error {
 	return nil
 }
 
+// validateTLS checks the TLS settings: both files or neither, paths nginx
+// can parse, and an HTTPS address apart from the HTTP one.
+func (c Config) validateTLS() error {
+	switch {
+	case c.TLSCert == "" && c.TLSKey == "":
+		return nil
+	case c.TLSCert == "":
+		return configErrorf("TLSCert is empty but TLSKey %q is set; set both or neither", c.TLSKey)
+	case c.TLSKey == "":
+		return configErrorf("TLSKey is empty but TLSCert %q is set; set both or neither", c.TLSCert)
+	}
+	for _, f := range []struct{ name, value string }{{"TLSCert", c.TLSCert}, {"TLSKey", c.TLSKey}} {
+		if !wordRE.MatchString(f.value) {
+			return configErrorf("%s %q contains characters nginx would parse as syntax", f.name, f.value)
+		}
+	}
+	if err := checkAddr("TLSListen", c.TLSListen); err != nil {
+		return err
+	}
+	if listenPort(c.TLSListen) == listenPort(c.Listen) {
+		return configErrorf("TLSListen %q and Listen %q use the same port", c.TLSListen, c.Listen)
+	}
+	return nil
+}
+
 // checkListen accepts a port or host:port.
 func checkListen(s string) error {
+	return checkAddr("Listen", s)
+}
+
+// checkAddr accepts a port or host:port for the setting called name.
+func checkAddr(name, s string) error {
 	if checkPort(s) == nil {
 		return nil
 	}
 	if err := checkHostPort(s); err != nil {
-		return configErrorf("Listen %q: %v", s, err)
+		return configErrorf("%s %q: %v", name, s, err)
 	}
 	return nil
+}
+
+// listenPort returns the port of a checked listen address.
+func listenPort(addr string) string {
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		return port
+	}
+	return addr
 }
 
 // checkHostPort accepts host:port with a plain host name or IP address. Its

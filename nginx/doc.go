@@ -9,11 +9,36 @@
 //
 // # What Render produces
 //
-// Render returns a complete nginx.conf for `nginx -c`: main context,
-// events{} and http{} with one server{}. The shipped stompgate.conf is
-// Render(policy.Default(), Config{}); a test fails when the two differ, and
-// `go test ./nginx -run TestRenderGolden -update` rewrites it.
+// By default Render returns http-context directives for
+// /etc/nginx/conf.d/stompgate.conf, which the distribution's nginx.conf
+// includes inside http{}: zones, maps, upstreams and the server blocks.
+// Everything it defines at http level is named stompgate_ or after a
+// policy zone, and it repeats none of the directives nginx.conf sets there
+// (default_type, server_tokens, error_log), so it sits beside the
+// distribution's own configuration. Config.Full wraps the same directives
+// in a standalone nginx.conf (main context, events{} and http{}) for
+// `nginx -c`, with the user, pid, error log and worker settings.
 //
+// The shipped stompgate.conf is Render(policy.Default(), Config{}) and
+// stompgate-full.conf the same with Full; a test fails when either
+// differs, and `go test ./nginx -run TestRenderGolden -update` rewrites
+// them.
+//
+//   - The WebSocket endpoint is Config.WSPath, the wsserver's -ws-path.
+//     Every policy route to the ws upstream is rendered there, whatever
+//     path the policy names, because the wsserver serves one endpoint and
+//     applies its handshake zone there: with -ws-path /stomp the default
+//     policy's GET /ws limit lands on /stomp, and /ws is no longer a
+//     WebSocket location.
+//   - Routes to the api upstream, with their zones, are rendered only when
+//     Config.APIUpstreams names servers; otherwise the file's header
+//     comment lists them as not rendered.
+//   - Everything else goes to the wsserver unlimited: its demo page,
+//     /healthz and /readyz. /metrics is answered 404, since behind the
+//     balancer it would be one instance's numbers, picked at random.
+//   - With Config.TLSCert and TLSKey, the server listens with TLS 1.2 and
+//     1.3 on TLSListen (443), and the plain HTTP server on Listen answers
+//     every request with a 308 redirect to the same URL over HTTPS.
 //   - One limit_req_zone per policy zone, keyed by $binary_remote_addr, or
 //     for a zone limited to one method by a map of $request_method that is
 //     empty for other methods: nginx does not count requests with an empty
@@ -22,8 +47,7 @@
 //     anchored regular expression for paths with {name} segments, each with
 //     limit_req zone=<name> burst=<n> nodelay. nodelay serves a burst at
 //     once instead of spacing it out at the rate, which would hold
-//     WebSocket handshakes open for seconds. Requests no route matches go to
-//     the API, unlimited.
+//     WebSocket handshakes open for seconds.
 //   - limit_req_status 429 and limit_req_log_level warn. A refused request
 //     is sent (error_page) to a named location that answers
 //     {"error":"too_many_requests","retry_after":N} as application/json
@@ -45,11 +69,12 @@
 //     its token travels as ?access_token=, and the query never reaches
 //     the log. (nginx's error log, at warn, still quotes the request line
 //     when a limit refuses one; keep it where tokens may be.)
-//   - The WebSocket locations proxy to upstream stompgate_ws (least_conn,
+//   - The WebSocket location proxies to upstream stompgate_ws (least_conn,
 //     since sessions are long-lived) with HTTP/1.1, the Upgrade and
-//     Connection headers, Host, X-Real-IP and X-Forwarded-For, read and send
-//     timeouts above the STOMP heart-beat interval, and no buffering. API
-//     locations proxy to stompgate_api with keep-alive connections.
+//     Connection headers, Host, X-Real-IP, X-Forwarded-For and
+//     X-Forwarded-Proto, read and send timeouts above the STOMP heart-beat
+//     interval, and no buffering. Plain requests to the wsserver and API
+//     locations use keep-alive upstream connections.
 //
 // # Limits of the front
 //

@@ -47,7 +47,8 @@ func testConfig(port int, ws, api []string) Config {
 
 // TestNginxAcceptsRendered runs `nginx -t` on rendered configurations:
 // the default policy as Render produces it for a test directory, and with
-// settings and policy shapes the default does not use.
+// settings and policy shapes the default does not use, each as a conf.d
+// file (included from a Debian-like nginx.conf) and as a full nginx.conf.
 func TestNginxAcceptsRendered(t *testing.T) {
 	t.Parallel()
 	custom := policy.Policy{Zones: []policy.Zone{
@@ -55,12 +56,14 @@ func TestNginxAcceptsRendered(t *testing.T) {
 		{Name: "sockets", Rate: 20000, Burst: 100, Routes: []policy.Route{{Method: "GET", Path: "/v1.2/socket", Upstream: "ws"}, {Method: "GET", Path: "/stomp", Upstream: "ws"}}},
 		{Name: "deletes", Rate: 1000, Burst: 1, Routes: []policy.Route{{Method: "DELETE", Path: "/rooms/{id}", Upstream: "api"}, {Method: "DELETE", Path: "/a/{x}/b/{y}/", Upstream: "api"}}},
 	}}
+	certFile, keyFile := testCertificate(t)
 	tests := []struct {
 		name   string
 		policy policy.Policy
 		edit   func(*Config)
 	}{
 		{name: "default", policy: policy.Default(), edit: func(*Config) {}},
+		{name: "default without API", policy: policy.Default(), edit: func(c *Config) { c.APIUpstreams = nil }},
 		{name: "custom policy", policy: custom, edit: func(*Config) {}},
 		{name: "custom config", policy: policy.Default(), edit: func(c *Config) {
 			c.ServerName = "game.example.com www.game.example.com"
@@ -72,47 +75,60 @@ func TestNginxAcceptsRendered(t *testing.T) {
 			c.ErrorLog = "stderr"
 			c.AccessLog = "off"
 		}},
+		{name: "tls", policy: policy.Default(), edit: func(c *Config) {
+			c.TLSCert, c.TLSKey = certFile, keyFile
+			c.TLSListen = "127.0.0.1:" + strconv.Itoa(testnginx.FreePort(t))
+		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			cfg := testConfig(testnginx.FreePort(t), nil, nil)
-			tt.edit(&cfg)
-			conf, err := Render(tt.policy, cfg)
-			if err != nil {
-				t.Fatalf("Render = %v", err)
-			}
-			if err := testnginx.Check(t, conf); err != nil {
-				t.Errorf("%v\n%s", err, conf)
-			}
-		})
+		for _, full := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/full=%v", tt.name, full), func(t *testing.T) {
+				t.Parallel()
+				cfg := testConfig(testnginx.FreePort(t), nil, []string{"127.0.0.1:9"})
+				cfg.Full = full
+				tt.edit(&cfg)
+				conf, err := Render(tt.policy, cfg)
+				if err != nil {
+					t.Fatalf("Render = %v", err)
+				}
+				if err := testnginx.Check(t, conf); err != nil {
+					t.Errorf("%v\n%s", err, conf)
+				}
+			})
+		}
 	}
 }
 
-// TestNginxAcceptsShipped runs `nginx -t` on the shipped stompgate.conf with
-// only its port and paths moved into a test directory.
+// TestNginxAcceptsShipped runs `nginx -t` on the shipped configurations
+// with only their ports and paths moved into a test directory: the conf.d
+// file included from a Debian-like nginx.conf, and the full nginx.conf.
 func TestNginxAcceptsShipped(t *testing.T) {
 	t.Parallel()
-	shipped, err := os.ReadFile(goldenFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	moved := strings.NewReplacer(
-		"listen 80;", "listen 127.0.0.1:"+strconv.Itoa(testnginx.FreePort(t))+";",
-		"pid /run/nginx.pid;", "pid nginx.pid;",
-		"/var/log/nginx/", "",
-		"http {\n", "http {\n"+
-			"    client_body_temp_path client_body_temp;\n"+
-			"    proxy_temp_path proxy_temp;\n"+
-			"    fastcgi_temp_path fastcgi_temp;\n"+
-			"    uwsgi_temp_path uwsgi_temp;\n"+
-			"    scgi_temp_path scgi_temp;\n",
-	).Replace(string(shipped))
-	if strings.Contains(moved, "/var/") || strings.Contains(moved, "/run/") {
-		t.Fatalf("the shipped configuration still names a system path after moving:\n%s", moved)
-	}
-	if err := testnginx.Check(t, []byte(moved)); err != nil {
-		t.Errorf("nginx -t on %s: %v", goldenFile, err)
+	for _, g := range goldens {
+		t.Run(g.file, func(t *testing.T) {
+			t.Parallel()
+			shipped, err := os.ReadFile(g.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := strings.NewReplacer(
+				"listen 80;", "listen 127.0.0.1:"+strconv.Itoa(testnginx.FreePort(t))+";",
+				"pid /run/nginx.pid;", "pid nginx.pid;",
+				"/var/log/nginx/", "",
+				"http {\n", "http {\n"+
+					"    client_body_temp_path client_body_temp;\n"+
+					"    proxy_temp_path proxy_temp;\n"+
+					"    fastcgi_temp_path fastcgi_temp;\n"+
+					"    uwsgi_temp_path uwsgi_temp;\n"+
+					"    scgi_temp_path scgi_temp;\n",
+			).Replace(string(shipped))
+			if strings.Contains(moved, "/var/") || strings.Contains(moved, "/run/") {
+				t.Fatalf("the shipped configuration still names a system path after moving:\n%s", moved)
+			}
+			if err := testnginx.Check(t, []byte(moved)); err != nil {
+				t.Errorf("nginx -t on %s: %v", g.file, err)
+			}
+		})
 	}
 }
 

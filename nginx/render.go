@@ -14,12 +14,19 @@ import (
 	"github.com/stompgate/stompgate/policy"
 )
 
-//go:embed nginx.conf.tmpl
-var confTemplate string
+//go:embed include.conf.tmpl
+var includeTemplate string
 
-// tmpl is parsed once; the template is a constant of the package, and a
-// test renders it, so Must cannot fail in a built binary.
-var tmpl = template.Must(template.New("nginx.conf").Funcs(template.FuncMap{"join": strings.Join}).Parse(confTemplate))
+//go:embed nginx.conf.tmpl
+var fullTemplate string
+
+// includeTmpl renders the http-context directives and fullTmpl wraps them
+// in a complete nginx.conf. Both are constants of the package, and tests
+// render them, so Must cannot fail in a built binary.
+var (
+	includeTmpl = template.Must(template.New("include.conf").Funcs(template.FuncMap{"join": strings.Join}).Parse(includeTemplate))
+	fullTmpl    = template.Must(template.New("nginx.conf").Parse(fullTemplate))
+)
 
 // Upstream block names in the rendered configuration.
 const (
@@ -27,17 +34,30 @@ const (
 	apiUpstreamName = "stompgate_api"
 )
 
-// Render returns a complete nginx.conf that enforces p in front of the
-// servers cfg names. For each zone it renders a limit_req_zone keyed by the
-// client IP; for each route path a location (exact "=" for fixed paths, a
-// regular expression for paths with {name} segments) with limit_req
-// zone=<name> burst=<n> nodelay for every zone that lists it; 429 answers
-// with a small JSON body and a Retry-After header; and the WebSocket proxy
-// settings on ws locations. Requests no route matches go to the API
-// unlimited.
+// Render returns the nginx configuration that enforces p in front of the
+// servers cfg names: by default a file of http-context directives for
+// /etc/nginx/conf.d/, with cfg.Full a complete nginx.conf. For each zone
+// it renders a limit_req_zone keyed by the client IP; for each route path
+// a location (exact "=" for fixed paths, a regular expression for paths
+// with {name} segments) with limit_req zone=<name> burst=<n> nodelay for
+// every zone that lists it; 429 answers with a small JSON body and a
+// Retry-After header; and the WebSocket proxy settings on cfg.WSPath.
 //
-// A zone whose routes name a Method is keyed by a map of $request_method
-// that yields an empty key for other methods, because nginx does not count
+// Every route to the ws upstream is rendered on cfg.WSPath, the one
+// endpoint the wsserver serves, so the limit lands where the handshakes
+// arrive. Routes to the api upstream are rendered only when cfg names API
+// upstreams; a zone left without routes is left out, and the file's
+// header comment lists what was. Requests no route matches (the demo page,
+// /healthz, /readyz) go to the wsserver unlimited, except /metrics, which
+// nginx answers 404: behind a balancer it would show one instance at
+// random, so Prometheus scrapes each instance directly.
+//
+// With cfg.TLSCert and cfg.TLSKey the server listens with TLS on
+// cfg.TLSListen, and the plain HTTP server on cfg.Listen only redirects
+// to it (308, which keeps a POST a POST).
+//
+// A zone limited to one Method is keyed by a map of $request_method that
+// yields an empty key for other methods, because nginx does not count
 // requests with an empty key and limit_req cannot be placed inside if.
 //
 // A zone with MaxConnections also gets a limit_conn_zone, named
@@ -59,6 +79,13 @@ const (
 // which zone refused. Each distinct value gets its own map of
 // $limit_req_status (nginx 1.17.6 or later) and named 429 location.
 //
+// Everything an included file defines at http level is named stompgate_
+// (variables, upstreams, the log format) or after a policy zone, and the
+// directives nginx.conf usually sets (default_type, server_tokens,
+// error_log, the limit statuses) are set inside stompgate's servers or not
+// at all, so the file sits beside the distribution's configuration
+// without a duplicate.
+//
 // Render reports an invalid policy with p.Validate's error, and a bad
 // setting with an error that matches ErrInvalidConfig.
 func Render(p policy.Policy, cfg Config) ([]byte, error) {
@@ -74,13 +101,34 @@ func Render(p policy.Policy, cfg Config) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, data); err != nil {
+	if err := includeTmpl.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("nginx: rendering the template: %w", err)
 	}
-	return buf.Bytes(), nil
+	if !cfg.Full {
+		return buf.Bytes(), nil
+	}
+	data.HTTP = indent(buf.String(), "    ")
+	var full bytes.Buffer
+	if err := fullTmpl.Execute(&full, data); err != nil {
+		return nil, fmt.Errorf("nginx: rendering the template: %w", err)
+	}
+	return full.Bytes(), nil
 }
 
-// renderData is what the template reads.
+// indent prefixes every non-empty line of s with prefix.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	var b strings.Builder
+	for _, l := range lines {
+		if l != "\n" && l != "" {
+			b.WriteString(prefix)
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// renderData is what the templates read.
 type renderData struct {
 	Config
 	ReadTimeoutText string
@@ -95,7 +143,20 @@ type renderData struct {
 	CapRetryAfter int
 	Locations     []*location
 	WSUpstream    string
-	APIUpstream   string
+	// APIUpstream is the API upstream's name; empty when no location
+	// uses it.
+	APIUpstream string
+	// Skipped lists the api routes left out for want of an API upstream,
+	// for the header comment.
+	Skipped []string
+	// TLS is set when the server listens with TLS.
+	TLS bool
+	// RedirectPort is ":<port>" in the HTTPS redirect when TLSListen's
+	// port is not 443, else empty.
+	RedirectPort string
+	// HTTP is the rendered http-context directives, indented, for the
+	// full nginx.conf.
+	HTTP string
 }
 
 // tempPath is one *_temp_path directive.
@@ -155,7 +216,10 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 		ReadTimeoutText: duration(cfg.ReadTimeout),
 		RlimitNofile:    2 * cfg.WorkerConnections,
 		WSUpstream:      wsUpstreamName,
-		APIUpstream:     apiUpstreamName,
+		TLS:             cfg.TLSCert != "",
+	}
+	if port := listenPort(cfg.TLSListen); port != "443" {
+		d.RedirectPort = ":" + port
 	}
 	if cfg.TempPath != "" {
 		for _, name := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
@@ -175,25 +239,39 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 	keyVars := map[string]bool{}
 	retries := map[int]bool{}
 	for _, z := range p.Zones {
+		var routes []policy.Route
+		for _, r := range z.Routes {
+			if r.Upstream == policy.UpstreamAPI && len(cfg.APIUpstreams) == 0 {
+				d.Skipped = append(d.Skipped, fmt.Sprintf("%s (%s)", r, z.Name))
+				continue
+			}
+			routes = append(routes, r)
+		}
+		if len(routes) == 0 {
+			continue
+		}
 		size := z.Size
 		if size == "" {
 			size = policy.DefaultSize
 		}
 		key := "$binary_remote_addr"
-		if m := z.Routes[0].Method; m != "" { // Validate: one method per zone
+		if m := routes[0].Method; m != "" { // Validate: one method per zone
 			key = "$stompgate_key_" + strings.ToLower(m)
 			if !keyVars[key] {
 				keyVars[key] = true
 				d.KeyMaps = append(d.KeyMaps, keyMap{Var: key, Method: m})
 			}
 		}
-		routes := make([]string, len(z.Routes))
-		for i, r := range z.Routes {
-			routes[i] = r.String()
+		names := make([]string, len(routes))
+		for i, r := range routes {
+			names[i] = r.String()
+			if r.Upstream == policy.UpstreamWS && r.Path != cfg.WSPath {
+				names[i] += " on " + cfg.WSPath
+			}
 		}
 		d.Zones = append(d.Zones, zoneData{
 			Name: z.Name, Key: key, Size: size, Rate: z.Rate.String(), Burst: z.Burst,
-			Routes: strings.Join(routes, ", "),
+			Routes: strings.Join(names, ", "),
 		})
 
 		var conn *connZone
@@ -206,8 +284,11 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 		}
 
 		retry := retryAfterSeconds(z.Rate)
-		for _, r := range z.Routes {
+		for _, r := range routes {
 			match := locationMatch(r.Path)
+			if r.Upstream == policy.UpstreamWS {
+				match = wsLoc.Match
+			}
 			loc := byMatch[match]
 			if loc == nil {
 				loc = &location{Match: match, WebSocket: r.Upstream == policy.UpstreamWS}
@@ -218,7 +299,17 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 				return nil, configErrorf("WSPath %q is also route %q of zone %q, which goes to upstream %s; the WebSocket endpoint needs upstream %s",
 					cfg.WSPath, r, z.Name, r.Upstream, policy.UpstreamWS)
 			}
-			loc.Routes = append(loc.Routes, fmt.Sprintf("%s (%s)", r, z.Name))
+			if !loc.WebSocket {
+				d.APIUpstream = apiUpstreamName
+			}
+			desc := fmt.Sprintf("%s (%s)", r, z.Name)
+			if r.Upstream == policy.UpstreamWS && r.Path != cfg.WSPath {
+				desc = fmt.Sprintf("%s on %s (%s)", r, cfg.WSPath, z.Name)
+			}
+			loc.Routes = append(loc.Routes, desc)
+			if slices.ContainsFunc(loc.Limits, func(l limit) bool { return l.Zone == z.Name }) {
+				continue // two ws routes of one zone, both on WSPath
+			}
 			loc.Limits = append(loc.Limits, limit{Zone: z.Name, Rate: z.Rate.String(), Burst: z.Burst})
 			if conn != nil {
 				loc.ConnLimits = append(loc.ConnLimits, *conn)

@@ -12,31 +12,39 @@ import (
 	"github.com/stompgate/stompgate/policy"
 )
 
-var update = flag.Bool("update", false, "rewrite stompgate.conf from Render(policy.Default(), defaultConfig)")
+var update = flag.Bool("update", false, "rewrite the golden files from Render(policy.Default(), their Config)")
 
-// defaultConfig renders the shipped stompgate.conf.
-var defaultConfig = Config{}
-
-// goldenFile is the shipped configuration, checked against Render.
-const goldenFile = "stompgate.conf"
+// goldens are the shipped configurations, each Render(policy.Default(),
+// cfg): the file for /etc/nginx/conf.d/ and the standalone nginx.conf.
+var goldens = []struct {
+	file string
+	cfg  Config
+}{
+	{file: "stompgate.conf", cfg: Config{}},
+	{file: "stompgate-full.conf", cfg: Config{Full: true}},
+}
 
 func TestRenderGolden(t *testing.T) {
-	got, err := Render(policy.Default(), defaultConfig)
-	if err != nil {
-		t.Fatalf("Render(default) = %v", err)
-	}
-	if *update {
-		if err := os.WriteFile(goldenFile, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(goldenFile)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestRenderGolden -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("Render(default) differs from %s at line %d; run go test ./nginx -run TestRenderGolden -update and review the diff",
-			goldenFile, firstDiffLine(got, want))
+	for _, g := range goldens {
+		t.Run(g.file, func(t *testing.T) {
+			got, err := Render(policy.Default(), g.cfg)
+			if err != nil {
+				t.Fatalf("Render(default) = %v", err)
+			}
+			if *update {
+				if err := os.WriteFile(g.file, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(g.file)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestRenderGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("Render(default) differs from %s at line %d; run go test ./nginx -run TestRenderGolden -update and review the diff",
+					g.file, firstDiffLine(got, want))
+			}
+		})
 	}
 }
 
@@ -54,6 +62,7 @@ func firstDiffLine(a, b []byte) int {
 
 // TestRenderDefault states the directives the default policy must produce,
 // so a regression reads as a named directive rather than a golden diff.
+// The default is a conf.d file for the wsserver alone: no API.
 func TestRenderDefault(t *testing.T) {
 	t.Parallel()
 	out, err := Render(policy.Default(), Config{})
@@ -62,59 +71,216 @@ func TestRenderDefault(t *testing.T) {
 	}
 	conf := string(out)
 	for _, want := range []string{
-		"user www-data;\n",
-		"pid /run/nginx.pid;\n",
-		"error_log /var/log/nginx/error.log warn;\n",
-		"worker_connections 4096;\n",
-		"access_log /var/log/nginx/access.log stompgate;\n",
-		"limit_req_zone $stompgate_key_get zone=ws_handshake:10m rate=3r/s;\n",
-		"limit_req_zone $stompgate_key_post zone=room_create:10m rate=2r/s;\n",
-		"limit_req_zone $stompgate_key_post zone=room_join:10m rate=5r/s;\n",
-		"map $request_method $stompgate_key_post {\n        POST       $binary_remote_addr;\n        default    \"\";\n    }\n",
-		"limit_req_status 429;\n",
-		"limit_req_log_level warn;\n",
-		"map $limit_req_status $stompgate_retry_after_1s {\n        REJECTED    1;\n        default     \"\";\n    }\n",
-		"map $http_upgrade $connection_upgrade {\n        default    upgrade;\n        ''         close;\n    }\n",
-		"upstream stompgate_ws {\n        least_conn;\n        server 127.0.0.1:8080;\n    }\n",
-		"upstream stompgate_api {\n        server 127.0.0.1:9000;\n        keepalive 16;\n    }\n",
-		"listen 80;\n",
-		"server_name _;\n",
+		"\n    access_log /var/log/nginx/access.log stompgate;\n",
+		"\nlimit_req_zone $stompgate_key_get zone=ws_handshake:10m rate=3r/s;\n",
+		"\nmap $request_method $stompgate_key_get {\n    GET        $binary_remote_addr;\n    default    \"\";\n}\n",
+		"\n    limit_req_status 429;\n",
+		"\n    limit_req_log_level warn;\n",
+		"\nmap $limit_req_status $stompgate_retry_after_1s {\n    REJECTED    1;\n    default     \"\";\n}\n",
+		"\nmap $http_upgrade $stompgate_connection_upgrade {\n    default    upgrade;\n    ''         close;\n}\n",
+		"\nupstream stompgate_ws {\n    least_conn;\n    server 127.0.0.1:8080;\n    keepalive 16;\n}\n",
+		"\nserver {\n    listen 80;\n    server_name _;\n    server_tokens off;\n",
 		"location = /ws {\n",
 		"limit_req zone=ws_handshake burst=5 nodelay;\n",
-		"location = /rooms {\n",
-		"limit_req zone=room_create burst=4 nodelay;\n",
-		`location ~ "^/rooms/[^/]+/join$" {` + "\n",
-		"limit_req zone=room_join burst=10 nodelay;\n",
 		"error_page 429 @stompgate_429_1s;\n",
-		"location / {\n",
+		"location = /metrics {\n        return 404;\n    }\n",
+		"location / {\n        proxy_pass http://stompgate_ws;\n",
 		"location @stompgate_429_1s {\n",
 		"add_header Retry-After $stompgate_retry_after_1s always;\n",
 		"add_header Retry-After $stompgate_conn_retry_after always;\n",
 		`return 429 '{"error":"too_many_requests","retry_after":$stompgate_retry_after_1s$stompgate_conn_retry_after}\n';` + "\n",
-		"limit_conn_zone $stompgate_key_get zone=ws_handshake-conn:10m;\n",
-		"limit_conn_status 429;\n",
-		"limit_conn_log_level warn;\n",
-		"map $limit_conn_status $stompgate_conn_retry_after {\n        REJECTED    2;\n        default     \"\";\n    }\n",
+		"\nlimit_conn_zone $stompgate_key_get zone=ws_handshake-conn:10m;\n",
+		"\n    limit_conn_status 429;\n",
+		"\n    limit_conn_log_level warn;\n",
+		"\nmap $limit_conn_status $stompgate_conn_retry_after {\n    REJECTED    2;\n    default     \"\";\n}\n",
 		"limit_conn ws_handshake-conn 100;\n",
 		`'"$request_method $uri $server_protocol" '`,
 		"proxy_read_timeout 75s;\n",
 		"proxy_send_timeout 75s;\n",
 		"proxy_buffering off;\n",
+		"# Not rendered, for want of an API upstream (-nginx-api-upstreams):\n#   POST /rooms (room_create)\n#   POST /rooms/{id}/join (room_join)\n",
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("Render(default) lacks %q", want)
 		}
 	}
-	if got := strings.Count(conf, "proxy_pass http://stompgate_ws;"); got != 1 {
-		t.Errorf("proxy_pass to stompgate_ws appears %d times, want 1 (the /ws location)", got)
+	if got := strings.Count(conf, "proxy_pass http://stompgate_ws;"); got != 2 {
+		t.Errorf("proxy_pass to stompgate_ws appears %d times, want 2 (the /ws location and /)", got)
 	}
 	if got := strings.Count(conf, "proxy_set_header Upgrade $http_upgrade;"); got != 1 {
 		t.Errorf("Upgrade header set in %d locations, want 1 (the /ws location)", got)
 	}
-	for _, unwanted := range []string{"_temp_path ", "daemon ", "ip_hash;"} {
+	// An included file sets nothing the distribution's nginx.conf sets at
+	// http level or above, and has no API to send anything to.
+	for _, unwanted := range []string{
+		"_temp_path ", "daemon ", "ip_hash;", "\nuser ", "\npid ", "events", "\nhttp {", "error_log", "worker_",
+		"\nserver_tokens", "\ndefault_type", "\nlimit_req_status", "\nlimit_conn_status",
+		"stompgate_api", "zone=room_create", "location = /rooms", "ssl",
+	} {
 		if strings.Contains(conf, unwanted) {
 			t.Errorf("Render(default) contains %q, want it absent", unwanted)
 		}
+	}
+}
+
+// TestRenderFull: -nginx-full wraps the same directives in a standalone
+// nginx.conf with the main and events settings.
+func TestRenderFull(t *testing.T) {
+	t.Parallel()
+	include, err := Render(policy.Default(), Config{})
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	out, err := Render(policy.Default(), Config{Full: true})
+	if err != nil {
+		t.Fatalf("Render(Full) = %v", err)
+	}
+	conf := string(out)
+	for _, want := range []string{
+		"\nuser www-data;\n",
+		"\npid /run/nginx.pid;\n",
+		"\nerror_log /var/log/nginx/error.log warn;\n",
+		"\n    worker_connections 4096;\n",
+		"\nworker_rlimit_nofile 8192;\n",
+		"\nhttp {\n    default_type application/octet-stream;\n",
+		"\n        access_log /var/log/nginx/access.log stompgate;\n",
+		"\n    server {\n        listen 80;\n",
+		"\n        location = /ws {\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("Render(Full) lacks %q", want)
+		}
+	}
+	// Every directive line of the included form is in the full one,
+	// indented; only the comment on where to save the file differs.
+	for _, line := range strings.Split(string(include), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") && !strings.Contains(conf, "    "+line+"\n") {
+			t.Errorf("Render(Full) lacks the included line %q, indented", line)
+		}
+	}
+	if !strings.HasSuffix(conf, "\n    }\n}\n") {
+		t.Errorf("Render(Full) does not end by closing server and http:\n%s", conf[max(0, len(conf)-80):])
+	}
+}
+
+// TestRenderWSPath: the policy's ws route follows WSPath, so the handshake
+// limit lands on the path the wsserver serves, and no location is left on
+// the policy's own path.
+func TestRenderWSPath(t *testing.T) {
+	t.Parallel()
+	p := policy.Default()
+	p.Zones = append(p.Zones, policy.Zone{
+		Name: "sockets", Rate: 20000, Burst: 100,
+		Routes: []policy.Route{{Method: "GET", Path: "/v1/socket", Upstream: "ws"}, {Method: "GET", Path: "/stomp", Upstream: "ws"}},
+	})
+	out, err := Render(p, Config{WSPath: "/stomp"})
+	if err != nil {
+		t.Fatalf("Render = %v", err)
+	}
+	conf := string(out)
+	want := "    # GET /ws on /stomp (ws_handshake), GET /v1/socket on /stomp (sockets), GET /stomp (sockets)\n" +
+		"    location = /stomp {\n" +
+		"        # nodelay: requests within the burst are served at once rather\n" +
+		"        # than spaced out at the rate; past the burst they get 429.\n" +
+		"        limit_req zone=ws_handshake burst=5 nodelay;\n" +
+		"        limit_req zone=sockets burst=100 nodelay;\n" +
+		"        limit_conn ws_handshake-conn 100;\n" +
+		"        error_page 429 @stompgate_429_1s;\n"
+	if !strings.Contains(conf, want) {
+		t.Errorf("Render lacks\n%s\nin\n%s", want, conf)
+	}
+	for _, unwanted := range []string{"location = /ws ", "location = /v1/socket "} {
+		if strings.Contains(conf, unwanted) {
+			t.Errorf("Render contains %q: a limit on a path the wsserver does not serve", unwanted)
+		}
+	}
+}
+
+// TestRenderAPI: the API upstream and its zones appear only when the
+// policy has api routes and an upstream is given.
+func TestRenderAPI(t *testing.T) {
+	t.Parallel()
+	wsOnly := policy.Policy{Zones: []policy.Zone{{Name: "ws_handshake", Rate: 3000, Burst: 5,
+		Routes: []policy.Route{{Method: "GET", Path: "/ws", Upstream: "ws"}}}}}
+	tests := []struct {
+		name    string
+		policy  policy.Policy
+		api     []string
+		wantAPI bool
+	}{
+		{name: "api routes and upstream", policy: policy.Default(), api: []string{"127.0.0.1:9000"}, wantAPI: true},
+		{name: "api routes, no upstream", policy: policy.Default()},
+		{name: "upstream, no api routes", policy: wsOnly, api: []string{"127.0.0.1:9000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := Render(tt.policy, Config{APIUpstreams: tt.api})
+			if err != nil {
+				t.Fatalf("Render = %v", err)
+			}
+			conf := string(out)
+			for _, s := range []string{
+				"\nupstream stompgate_api {\n    server 127.0.0.1:9000;\n    keepalive 16;\n}\n",
+				"\nlimit_req_zone $stompgate_key_post zone=room_create:10m rate=2r/s;\n",
+				"\nlimit_req_zone $stompgate_key_post zone=room_join:10m rate=5r/s;\n",
+				"\nmap $request_method $stompgate_key_post {\n",
+				"    location = /rooms {\n",
+				"    location ~ \"^/rooms/[^/]+/join$\" {\n",
+				"proxy_pass http://stompgate_api;",
+			} {
+				if got := strings.Contains(conf, s); got != tt.wantAPI {
+					t.Errorf("Render contains %q: %v, want %v", s, got, tt.wantAPI)
+				}
+			}
+			if !strings.Contains(conf, "location / {\n        proxy_pass http://stompgate_ws;\n") {
+				t.Errorf("Render does not send / to the wsserver")
+			}
+		})
+	}
+}
+
+// TestRenderTLS: an HTTPS server with the certificate, and a plain HTTP
+// server that only redirects to it, with the port when it is not 443.
+func TestRenderTLS(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		tlsListen string
+		redirect  string
+	}{
+		{name: "default port", redirect: "return 308 https://$host$request_uri;\n"},
+		{name: "other port", tlsListen: "127.0.0.1:8443", redirect: "return 308 https://$host:8443$request_uri;\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, err := Render(policy.Default(), Config{TLSCert: "/etc/ssl/game.pem", TLSKey: "/etc/ssl/private/game.key", TLSListen: tt.tlsListen})
+			if err != nil {
+				t.Fatalf("Render = %v", err)
+			}
+			conf := string(out)
+			listen := tt.tlsListen
+			if listen == "" {
+				listen = "443"
+			}
+			for _, want := range []string{
+				"\nserver {\n    listen 80;\n    server_name _;\n    server_tokens off;\n",
+				"    access_log /var/log/nginx/access.log stompgate;\n    location / {\n        " + tt.redirect + "    }\n}\n",
+				"\nserver {\n    listen " + listen + " ssl;\n    ssl_certificate /etc/ssl/game.pem;\n    ssl_certificate_key /etc/ssl/private/game.key;\n",
+				"    ssl_protocols TLSv1.2 TLSv1.3;\n",
+			} {
+				if !strings.Contains(conf, want) {
+					t.Errorf("Render lacks %q", want)
+				}
+			}
+			if got := strings.Count(conf, "access_log /var/log/nginx/access.log stompgate;"); got != 2 {
+				t.Errorf("access_log with the stompgate format appears %d times, want 2 (the redirect and the HTTPS server)", got)
+			}
+			if got := strings.Count(conf, "limit_req zone="); got != 1 {
+				t.Errorf("limit_req appears %d times, want 1 (on the HTTPS server's /ws)", got)
+			}
+		})
 	}
 }
 
@@ -122,6 +288,7 @@ func TestRenderConfig(t *testing.T) {
 	t.Parallel()
 	p := policy.Default()
 	cfg := Config{
+		Full:              true,
 		Listen:            "127.0.0.1:18081",
 		ServerName:        "game.example.com www.game.example.com",
 		WSUpstreams:       []string{"10.0.0.1:8080", "10.0.0.2:8080"},
@@ -146,9 +313,7 @@ func TestRenderConfig(t *testing.T) {
 		"server_name game.example.com www.game.example.com;\n",
 		"        server 10.0.0.1:8080;\n        server 10.0.0.2:8080;\n",
 		"        server api.internal:9000;\n",
-		"location = /stomp {\n",
-		"location = /ws {\n", // the policy's ws route keeps its own location
-		"# /stomp (not limited by the policy)\n",
+		"        # GET /ws on /stomp (ws_handshake)\n        location = /stomp {\n",
 		"proxy_read_timeout 90500ms;\n",
 		"every\n            # 30s, keep",
 		"worker_connections 1000;\n",
@@ -167,8 +332,11 @@ func TestRenderConfig(t *testing.T) {
 			t.Errorf("Render lacks %q", want)
 		}
 	}
-	if got := strings.Count(conf, "proxy_pass http://stompgate_ws;"); got != 2 {
-		t.Errorf("proxy_pass to stompgate_ws appears %d times, want 2 (/stomp and /ws)", got)
+	if got := strings.Count(conf, "proxy_set_header Upgrade $http_upgrade;"); got != 1 {
+		t.Errorf("WebSocket locations: %d, want 1 (/stomp)", got)
+	}
+	if strings.Contains(conf, "location = /ws ") {
+		t.Errorf("Render has a location for /ws, which the wsserver does not serve with WSPath /stomp")
 	}
 	if cfg.WSUpstreams[0] != "10.0.0.1:8080" || cfg.ReadTimeout != 90500*time.Millisecond {
 		t.Errorf("Render modified the caller's Config: %+v", cfg)
@@ -185,7 +353,7 @@ func TestRenderRetryAfter(t *testing.T) {
 		{Name: "fast", Rate: 10000, Burst: 2, Size: "1m", Routes: []policy.Route{{Path: "/fast", Upstream: "api"}, {Path: "/both", Upstream: "api"}}},
 		{Name: "crawl", Rate: 50, Routes: []policy.Route{{Path: "/items/{id}", Upstream: "api"}}},
 	}}
-	out, err := Render(p, Config{})
+	out, err := Render(p, Config{APIUpstreams: []string{"127.0.0.1:9000"}})
 	if err != nil {
 		t.Fatalf("Render = %v", err)
 	}
@@ -197,9 +365,9 @@ func TestRenderRetryAfter(t *testing.T) {
 		"map $limit_req_status $stompgate_retry_after_1s {",
 		"map $limit_req_status $stompgate_retry_after_2s {",
 		"map $limit_req_status $stompgate_retry_after_20s {",
-		"location = /slow {\n            # nodelay: requests within the burst are served at once rather\n            # than spaced out at the rate; past the burst they get 429.\n            limit_req zone=slow nodelay;\n            error_page 429 @stompgate_429_2s;\n",
-		"location = /fast {\n            # nodelay: requests within the burst are served at once rather\n            # than spaced out at the rate; past the burst they get 429.\n            limit_req zone=fast burst=2 nodelay;\n            error_page 429 @stompgate_429_1s;\n",
-		"limit_req zone=slow nodelay;\n            limit_req zone=fast burst=2 nodelay;\n            error_page 429 @stompgate_429_2s;\n",
+		"location = /slow {\n        # nodelay: requests within the burst are served at once rather\n        # than spaced out at the rate; past the burst they get 429.\n        limit_req zone=slow nodelay;\n        error_page 429 @stompgate_429_2s;\n",
+		"location = /fast {\n        # nodelay: requests within the burst are served at once rather\n        # than spaced out at the rate; past the burst they get 429.\n        limit_req zone=fast burst=2 nodelay;\n        error_page 429 @stompgate_429_1s;\n",
+		"limit_req zone=slow nodelay;\n        limit_req zone=fast burst=2 nodelay;\n        error_page 429 @stompgate_429_2s;\n",
 		`location ~ "^/items/[^/]+$" {`,
 		`return 429 '{"error":"too_many_requests","retry_after":20}\n';`,
 	} {
@@ -250,11 +418,17 @@ func TestRenderErrors(t *testing.T) {
 		{name: "error log", cfg: Config{ErrorLog: "a{b"}, wantErr: `nginx: ErrorLog "a{b" contains characters nginx would parse as syntax`},
 		{name: "access log", cfg: Config{AccessLog: "x;"}, wantErr: `nginx: AccessLog "x;" contains characters nginx would parse as syntax`},
 		{name: "temp path", cfg: Config{TempPath: "/tmp/a b"}, wantErr: `nginx: TempPath "/tmp/a b" contains characters nginx would parse as syntax`},
+		{name: "tls cert alone", cfg: Config{TLSCert: "/c.pem"}, wantErr: `nginx: TLSKey is empty but TLSCert "/c.pem" is set; set both or neither`},
+		{name: "tls key alone", cfg: Config{TLSKey: "/k.pem"}, wantErr: `nginx: TLSCert is empty but TLSKey "/k.pem" is set; set both or neither`},
+		{name: "tls cert syntax", cfg: Config{TLSCert: "/c;.pem", TLSKey: "/k.pem"}, wantErr: `nginx: TLSCert "/c;.pem" contains characters nginx would parse as syntax`},
+		{name: "tls listen", cfg: Config{TLSCert: "/c.pem", TLSKey: "/k.pem", TLSListen: "x"}, wantErr: `nginx: TLSListen "x": want host:port`},
+		{name: "tls listen same port", cfg: Config{TLSCert: "/c.pem", TLSKey: "/k.pem", TLSListen: "127.0.0.1:80"}, wantErr: `nginx: TLSListen "127.0.0.1:80" and Listen "80" use the same port`},
 		{
 			name: "WSPath routed to the API",
 			policy: policy.Policy{Zones: []policy.Zone{
 				{Name: "z", Rate: 1000, Routes: []policy.Route{{Method: "POST", Path: "/ws", Upstream: "api"}}},
 			}},
+			cfg:     Config{APIUpstreams: []string{"127.0.0.1:9000"}},
 			wantErr: `nginx: WSPath "/ws" is also route "POST /ws" of zone "z", which goes to upstream api; the WebSocket endpoint needs upstream ws`,
 		},
 	}
@@ -355,7 +529,7 @@ func BenchmarkRenderTemplatePeer(b *testing.B) {
 	}
 	for b.Loop() {
 		var buf bytes.Buffer
-		if err := tmpl.Execute(&buf, data); err != nil {
+		if err := includeTmpl.Execute(&buf, data); err != nil {
 			b.Fatal(err)
 		}
 		sinkBytes = buf.Bytes()

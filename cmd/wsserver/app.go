@@ -45,7 +45,7 @@ type app struct {
 func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	a := &app{registry: metrics.NewRegistry()}
 	logger = redactTokens(logger)
-	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes)})
+	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-destination-prefixes: %w", err)
 	}

@@ -4,6 +4,7 @@
 //
 //	wsserver [flags]               run the server (wsserver -h lists settings)
 //	wsserver nginx-config [flags]  print the nginx config rendered from the policy
+//	wsserver -version              print the version and exit
 package main
 
 import (
@@ -44,6 +45,9 @@ func main() {
 // run is the whole program: it parses settings, wires the server, serves
 // until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if versionRequested(args) {
+		return printVersion(stdout, buildInfo())
+	}
 	if len(args) > 0 && args[0] == "nginx-config" {
 		return runNginxConfig(args[1:], getenv, stdout)
 	}

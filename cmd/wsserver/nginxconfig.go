@@ -11,9 +11,11 @@ import (
 )
 
 // runNginxConfig prints the nginx config rendered from the policy: the
-// same zones the server enforces, so the two never drift apart. Its
-// settings follow the server's rule: a flag, or the environment variable
-// of the same name.
+// same zones the server enforces, so the two never drift apart. By default
+// it is a file for /etc/nginx/conf.d/; -nginx-full prints a standalone
+// nginx.conf. Its settings follow the server's rule: a flag, or the
+// environment variable of the same name, so WSSERVER_WS_PATH and
+// WSSERVER_POLICY set for the server render the matching front.
 func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("wsserver nginx-config", flag.ContinueOnError)
 	fs.SetOutput(stdout)
@@ -21,7 +23,11 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 	listen := fs.String("nginx-listen", nginx.DefaultListen, "nginx listen address (port or host:port)")
 	serverName := fs.String("nginx-server-name", nginx.DefaultServerName, "nginx server_name")
 	ws := fs.String("nginx-ws-upstreams", nginx.DefaultWSUpstream, "comma-separated wsserver instances (host:port)")
-	api := fs.String("nginx-api-upstreams", nginx.DefaultAPIUpstream, "comma-separated application HTTP API servers (host:port)")
+	api := fs.String("nginx-api-upstreams", "", "comma-separated application HTTP API servers (host:port) for the policy's api routes (empty: no API; those routes are left out)")
+	full := fs.Bool("nginx-full", false, "print a standalone nginx.conf (replaces the distribution's) instead of a file for /etc/nginx/conf.d/")
+	tlsCert := fs.String("nginx-tls-cert", "", "PEM certificate chain for an HTTPS server (with -nginx-tls-key); plain HTTP then redirects to it")
+	tlsKey := fs.String("nginx-tls-key", "", "PEM private key of -nginx-tls-cert")
+	tlsListen := fs.String("nginx-tls-listen", nginx.DefaultTLSListen, "nginx HTTPS listen address (port or host:port), with -nginx-tls-cert")
 	wsPath := fs.String("ws-path", nginx.DefaultWSPath, "URL path of the STOMP WebSocket endpoint")
 	readTimeout := fs.Duration("nginx-read-timeout", nginx.DefaultReadTimeout, "proxy_read_timeout of WebSocket tunnels; above the heart-beat interval")
 	heartBeat := fs.Duration("heart-beat-send", nginx.DefaultHeartBeat, "the server's heart-beat interval, checked against -nginx-read-timeout")
@@ -33,6 +39,10 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 		return fmt.Errorf("-policy: %w", err)
 	}
 	conf, err := nginx.Render(pol, nginx.Config{
+		Full:         *full,
+		TLSCert:      *tlsCert,
+		TLSKey:       *tlsKey,
+		TLSListen:    *tlsListen,
 		Listen:       *listen,
 		ServerName:   *serverName,
 		WSUpstreams:  splitList(*ws),

@@ -140,7 +140,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.drainFlags(fs)
 
 	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n\nEvery flag can also be set by the environment variable shown.\n\n")
+		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 		sort.Strings(names)

@@ -39,6 +39,41 @@ const (
 // confName is the configuration's file name inside the server directory.
 const confName = "nginx.conf"
 
+// includeName is where an http-context file is written, relative to the
+// server directory.
+const includeName = "conf.d/stompgate.conf"
+
+// debianMain is the nginx.conf that includes an http-context file: the
+// http block of Debian 12's /etc/nginx/nginx.conf, with the files nginx
+// writes moved into the server directory. mime.types is the system's when
+// it is installed, as on Debian.
+const debianMain = `pid nginx.pid;
+error_log error.log;
+events {
+    worker_connections 768;
+}
+http {
+    sendfile on;
+    tcp_nopush on;
+    types_hash_max_size 2048;
+    %s
+    default_type application/octet-stream;
+    ssl_protocols TLSv1 TLSv1.1 TLSv1.2 TLSv1.3;
+    ssl_prefer_server_ciphers on;
+    access_log access.log;
+    gzip on;
+    client_body_temp_path client_body_temp;
+    proxy_temp_path proxy_temp;
+    fastcgi_temp_path fastcgi_temp;
+    uwsgi_temp_path uwsgi_temp;
+    scgi_temp_path scgi_temp;
+    include conf.d/*.conf;
+}
+`
+
+// httpBlockRE finds an http block, which only a complete nginx.conf has.
+var httpBlockRE = regexp.MustCompile(`(?m)^\s*http\s*\{`)
+
 // installHint is the advice printed when the binary is missing.
 const installHint = "testnginx: nginx not found in PATH or at /usr/sbin/nginx: install it with " +
 	"`apt-get install -y nginx` (Debian package nginx, 1.17.6 or later), " +
@@ -202,9 +237,24 @@ func makeDir(tb testing.TB) string {
 	return dir
 }
 
-// writeConf writes conf as dir/nginx.conf.
+// writeConf writes conf as dir/nginx.conf, or, when conf has no http
+// block, as dir/conf.d/stompgate.conf included from a Debian-like
+// nginx.conf.
 func writeConf(tb testing.TB, dir string, conf []byte) {
 	tb.Helper()
+	if !httpBlockRE.Match(conf) {
+		if err := os.MkdirAll(filepath.Join(dir, "conf.d"), 0o755); err != nil {
+			tb.Fatalf("testnginx: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, includeName), conf, 0o644); err != nil {
+			tb.Fatalf("testnginx: %v", err)
+		}
+		mime := "# no /etc/nginx/mime.types"
+		if _, err := os.Stat("/etc/nginx/mime.types"); err == nil {
+			mime = "include /etc/nginx/mime.types;"
+		}
+		conf = []byte(fmt.Sprintf(debianMain, mime))
+	}
 	if err := os.WriteFile(filepath.Join(dir, confName), conf, 0o644); err != nil {
 		tb.Fatalf("testnginx: %v", err)
 	}

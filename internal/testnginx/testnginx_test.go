@@ -70,6 +70,32 @@ func TestStart(t *testing.T) {
 	}
 }
 
+// An http-context file is included from a Debian-like nginx.conf: it is
+// served, and a directive that nginx.conf already sets at http level is a
+// duplicate, as on a real install.
+func TestStartInclude(t *testing.T) {
+	t.Parallel()
+	port := FreePort(t)
+	include := "server {\n    listen 127.0.0.1:" + strconv.Itoa(port) + ";\n    location / { return 200 \"included\"; }\n}\n"
+	s := Start(t, []byte(include))
+	resp, err := http.Get(s.URL + "/")
+	if err != nil {
+		t.Fatalf("GET / = %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "included" {
+		t.Errorf("GET / = %d %q, want 200 \"included\"", resp.StatusCode, body)
+	}
+	if got := s.ReadFile("conf.d/stompgate.conf"); got != include {
+		t.Errorf("conf.d/stompgate.conf = %q, want the included file", got)
+	}
+	err = Check(t, []byte("default_type text/plain;\n"+include))
+	if err == nil || !strings.Contains(err.Error(), "duplicate") {
+		t.Errorf("Check(include repeating default_type) = %v, want a duplicate directive error", err)
+	}
+}
+
 func TestListenAddr(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
