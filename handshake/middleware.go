@@ -22,8 +22,10 @@ type MiddlewareConfig struct {
 	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
 	// headers are believed (see ClientIP). Nil trusts none.
 	TrustedProxies []netip.Prefix
-	// Logger receives limiter failures (not refusals, which are counted by
-	// the Limiter's Observer). Nil means slog.Default().
+	// Logger receives limiter failures and, at most every 10 s, a
+	// summary of the refusals (how many, from how many addresses, the
+	// busiest five); each refusal is counted by the Limiter's Observer.
+	// Nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -60,13 +62,14 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	}
 	name := `"` + cfg.Limit.Name + `"` // Validate excludes '"' and '\'.
 	return &middleware{
-		limiter: cfg.Limiter,
-		limit:   cfg.Limit,
-		trusted: cfg.TrustedProxies,
-		logger:  cfg.Logger,
-		next:    next,
-		name:    name,
-		policy:  name + ";q=" + strconv.Itoa(cfg.Limit.Burst+1) + ";w=" + strconv.FormatInt(windowSeconds(cfg.Limit), 10),
+		limiter:  cfg.Limiter,
+		limit:    cfg.Limit,
+		trusted:  cfg.TrustedProxies,
+		logger:   cfg.Logger,
+		next:     next,
+		name:     name,
+		policy:   name + ";q=" + strconv.Itoa(cfg.Limit.Burst+1) + ";w=" + strconv.FormatInt(windowSeconds(cfg.Limit), 10),
+		refusals: &refusalLog{logger: cfg.Logger, now: time.Now},
 	}, nil
 }
 
@@ -80,6 +83,8 @@ type middleware struct {
 	name string
 	// policy is the RateLimit-Policy value, computed once.
 	policy string
+	// refusals writes rate-limited summaries of the 429s.
+	refusals *refusalLog
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +103,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !res.Allowed {
+		m.refusals.refused(key)
 		m.refuse(w, res)
 		return
 	}

@@ -97,6 +97,7 @@ var (
 // and then a close. Zero fields take the reason's own values.
 type ending struct {
 	reason  *CloseReason
+	kind    string               // bounded kind of problem, for the log (frame_too_large, permission)
 	code    websocket.StatusCode // close code; zero: reason.Code()
 	message string               // ERROR message header; empty: reason.Message()
 	detail  string               // ERROR body
@@ -151,6 +152,7 @@ func (s *session) fail(e ending) {
 	if !s.endLocked(e.reason) {
 		return
 	}
+	s.kind = e.kind
 	// version is written under mu (onConnect) because fail also runs on
 	// timer and shutdown goroutines.
 	raw := stompframe.Append(nil, &f, s.version)

@@ -48,7 +48,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		default:
 			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		}
-		s.fail(ending{reason: reason, message: r.Message, detail: r.Detail, receipt: receipt})
+		s.fail(ending{reason: reason, kind: r.Reason, message: r.Message, detail: r.Detail, receipt: receipt})
 		return true
 	}
 	if s.checkExpiry(now) {
@@ -90,7 +90,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			// Dropped silently, like a SEND over the limit: no RECEIPT.
 			return false
 		case interceptor.Reject:
-			s.fail(ending{reason: CloseRateLimitAbuse, message: cr.Message, detail: cr.Detail, receipt: receipt})
+			s.fail(ending{reason: CloseRateLimitAbuse, kind: cr.Reason, message: cr.Message, detail: cr.Detail, receipt: receipt})
 			return true
 		}
 		for _, m := range tx.msgs {
@@ -226,7 +226,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 // added) and a close, and counts it under e.kind.
 func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
 	s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
-	s.fail(ending{reason: CloseProtocolError, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
+	s.fail(ending{reason: CloseProtocolError, kind: e.kind, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
 }
 
 func (s *session) onConnect(f *stompframe.Frame) bool {

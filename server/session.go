@@ -42,6 +42,7 @@ type session struct {
 	txBytes    int                       // bytes held by all open transactions
 	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
 
+	opened    time.Time // when the WebSocket upgrade completed
 	connected atomic.Bool
 	lastRead  atomic.Int64 // Unix nanoseconds of the last WebSocket message read
 	lastWrite atomic.Int64 // Unix nanoseconds of the last WebSocket write
@@ -56,6 +57,7 @@ type session struct {
 	writing     bool         // a writer goroutine is running
 	closing     bool         // no more frames are queued, except the final close
 	reason      *CloseReason // first close reason recorded
+	kind        string       // the kind of problem behind reason, for the log; may be empty
 	hbIn        *time.Timer
 	hbOut       *time.Timer
 	inEvery     time.Duration // negotiated incoming heart-beat; 0 none
@@ -92,7 +94,8 @@ func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) 
 	if len(q) > 0 {
 		s.st.Query = q
 	}
-	now := time.Now().UnixNano()
+	s.opened = time.Now()
+	now := s.opened.UnixNano()
 	s.lastRead.Store(now)
 	s.lastWrite.Store(now)
 	return s
@@ -137,9 +140,30 @@ func (s *session) serve() {
 	s.srv.cfg.Chain.SessionClosed(&s.st)
 	runAll(s.onEnd)
 	s.srv.cfg.Observer.SessionClosed(reason)
-	if reason != CloseNormal && reason != CloseClientGone {
-		s.srv.cfg.Logger.Info("session closed", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "reason", reason.String())
+	s.logEnd(reason)
+}
+
+// logEnd writes the one line an operator reads about a session that
+// ended: who, from where, for how long, what it sent, and why it ended,
+// with the kind of problem when there was one (frame_too_large,
+// permission, ...).
+func (s *session) logEnd(reason *CloseReason) {
+	principal := ""
+	if p := s.st.Principal; p != nil {
+		principal = p.Name
 	}
+	s.mu.Lock()
+	kind := s.kind
+	s.mu.Unlock()
+	c := s.st.Counts()
+	s.srv.cfg.Logger.Info("session closed",
+		"session", s.st.ID,
+		"principal", principal,
+		"ip", s.st.RemoteIP.String(),
+		"duration", time.Since(s.opened).Round(time.Millisecond),
+		"received", c.Received, "passed", c.Passed, "dropped", c.Dropped,
+		"reason", reason.String(),
+		"detail", kind)
 }
 
 // readLoop reads WebSocket messages until the session ends and returns the
@@ -170,7 +194,7 @@ func (s *session) readLoop() (reason *CloseReason) {
 				// No drain: the rest of the message is unread, and the
 				// close handshake skips it; another Reader would parse
 				// it as frame headers.
-				s.fail(ending{reason: CloseProtocolError, code: websocket.StatusMessageTooBig, message: "frame too large",
+				s.fail(ending{reason: CloseProtocolError, kind: "frame_too_large", code: websocket.StatusMessageTooBig, message: "frame too large",
 					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit)})
 				return CloseProtocolError
 			}
@@ -184,7 +208,7 @@ func (s *session) readLoop() (reason *CloseReason) {
 			// any body; their headers are checked by the decoder.
 			putReadBuf(buf)
 			s.srv.cfg.Observer.ProtocolErrorClose(kindInvalidUTF8)
-			s.fail(ending{reason: CloseProtocolError, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+			s.fail(ending{reason: CloseProtocolError, kind: kindInvalidUTF8, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
 				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			s.drain()
 			return nil
@@ -210,7 +234,7 @@ func (s *session) decodeAll(now time.Time) bool {
 				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
 			}
 			s.srv.cfg.Observer.ProtocolErrorClose(protocolErrorKind(pe))
-			s.fail(ending{reason: CloseProtocolError, message: pe.Message, detail: pe.Detail})
+			s.fail(ending{reason: CloseProtocolError, kind: protocolErrorKind(pe), message: pe.Message, detail: pe.Detail})
 			return true
 		}
 		if f == nil {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
@@ -27,7 +26,8 @@ import (
 // app is the wired server: every component, built in one place so the
 // chain order, the stores and the registry read together.
 type app struct {
-	handler  http.Handler
+	handler  http.Handler // the public listener: STOMP, health, the demo
+	admin    http.Handler // the admin listener: metrics, pprof
 	stomp    *server.Server
 	registry *prometheus.Registry
 	metrics  *metrics.Metrics
@@ -170,10 +170,12 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
-	// The demo page, its assets and the session counts it polls.
-	mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
+	if st.demo {
+		// The demo page, its assets and the session counts it polls.
+		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
+	}
 	a.handler = mux
+	a.admin = a.adminHandler(st)
 	return a, nil
 }
 

@@ -74,7 +74,8 @@ func capPolicyFile(t *testing.T) string {
 func startChild(t *testing.T, args ...string) (string, *testproc.Process) {
 	t.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	raw, err := json.Marshal(append([]string{"-addr", addr, "-log-level", "warn"}, args...))
+	adminAddr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
+	raw, err := json.Marshal(append([]string{"-addr", addr, "-admin-addr", adminAddr, "-log-level", "warn"}, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,6 +87,7 @@ func startChild(t *testing.T, args ...string) (string, *testproc.Process) {
 	}
 	t.Cleanup(proc.Kill)
 	base := "http://" + addr
+	registerAdmin(t, base, "http://"+adminAddr)
 	err = proc.WaitReady(clientTimeout, func() error {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {

@@ -26,7 +26,7 @@ func TestDrainOnSignal(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", addr, "-log-level", "error", "-drain-grace", "2s", "-drain-period", "300ms"},
+		done <- run(ctx, []string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error", "-drain-grace", "2s", "-drain-period", "300ms"},
 			func(string) string { return "" }, io.Discard)
 	}()
 	waitFor(t, 10*time.Second, func() error {

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +113,8 @@ func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *
 		t.Fatalf("newApp %q: %v", args, err)
 	}
 	hs := httptest.NewServer(a.handler)
+	admin := httptest.NewServer(a.admin)
+	registerAdmin(t, hs.URL, admin.URL)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 		defer cancel()
@@ -119,9 +122,32 @@ func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *
 			t.Errorf("Shutdown: %v", err)
 		}
 		hs.Close()
+		admin.Close()
 		a.close()
 	})
 	return hs.URL, a
+}
+
+// adminBases maps a public base URL to the base URL of the same
+// server's admin listener (metrics), for scrape.
+var adminBases sync.Map
+
+// registerAdmin records admin as the admin listener of the server at
+// base until the test ends.
+func registerAdmin(t *testing.T, base, admin string) {
+	t.Helper()
+	adminBases.Store(base, admin)
+	t.Cleanup(func() { adminBases.Delete(base) })
+}
+
+// adminBase returns the admin listener of the server at base.
+func adminBase(t *testing.T, base string) string {
+	t.Helper()
+	admin, ok := adminBases.Load(base)
+	if !ok {
+		t.Fatalf("no admin listener known for %s", base)
+	}
+	return admin.(string)
 }
 
 // wsURL turns the base URL of startApp (or of an nginx in front) into the
@@ -211,7 +237,7 @@ type samples map[string]float64
 // scrape reads base+"/metrics" and parses the text exposition format.
 func scrape(t *testing.T, base string) samples {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	resp, err := http.Get(adminBase(t, base) + "/metrics")
 	if err != nil {
 		t.Fatalf("GET /metrics: %v", err)
 	}

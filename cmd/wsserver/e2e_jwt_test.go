@@ -354,7 +354,7 @@ func TestAuthSettingErrors(t *testing.T) {
 		{"JWKS refresh too short", []string{"-jwt-jwks-refresh", "1s"}, "-jwt-jwks-refresh (WSSERVER_JWT_JWKS_REFRESH) 1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-addr", "127.0.0.1:0"}, tc.args...)
+			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
 			err := runRecover(ctx, args, func(string) string { return "" })
 			if err == nil {
 				t.Fatalf("run %q: got nil error, want one naming %s", tc.args, tc.want)
@@ -379,7 +379,7 @@ func TestNoTokenInLogs(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-log-level", "debug", "-jwt-secret", e2eSecret, "-policy", testPolicyFile(t)},
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-log-level", "debug", "-jwt-secret", e2eSecret, "-policy", testPolicyFile(t)},
 			func(string) string { return "" }, &out)
 	}()
 	t.Cleanup(func() {

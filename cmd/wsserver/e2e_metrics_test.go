@@ -140,7 +140,7 @@ func TestSettingErrors(t *testing.T) {
 		{"zero outbound bytes", []string{"-outbound-bytes", "0"}, nil, "-outbound-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-addr", "127.0.0.1:0"}, tc.args...)
+			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
 			getenv := func(k string) string { return tc.env[k] }
 			err := runRecover(ctx, args, getenv)
 			if err == nil {
@@ -169,7 +169,7 @@ func TestBadValueIsOneLine(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, tc.args...), func(k string) string { return tc.env[k] }, &out)
+			err := run(ctx, append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...), func(k string) string { return tc.env[k] }, &out)
 			if err == nil || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error %q, want one line", err)
 			}
@@ -195,7 +195,7 @@ func TestRunStopsWhenDone(t *testing.T) {
 	cancel()
 	var out bytes.Buffer
 	env := map[string]string{"WSSERVER_SEND_LIMIT": "5", "WSSERVER_LOG_FORMAT": "json"}
-	if err := run(ctx, []string{"-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out); err != nil {
+	if err := run(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, func(k string) string { return env[k] }, &out); err != nil {
 		t.Fatalf("run with valid settings: got %v, want nil", err)
 	}
 	for _, want := range []string{`"msg":"listening"`, `"msg":"stopped"`} {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +52,9 @@ func startServing(t *testing.T, args ...string) string {
 	}
 	hs := newHTTPServer(&st, a.handler, logger)
 	ln = countTimeouts(ln, hs, a.metrics)
+	admin := httptest.NewServer(a.admin)
+	t.Cleanup(admin.Close)
+	registerAdmin(t, "http://"+ln.Addr().String(), admin.URL)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	t.Cleanup(func() {
@@ -386,7 +390,7 @@ func TestPeerSettingErrors(t *testing.T) {
 		{"zero max header bytes", []string{"-http-max-header-bytes", "0"}, nil, "-http-max-header-bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-addr", "127.0.0.1:0"}, tc.args...)
+			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
 			err := runRecover(ctx, args, func(k string) string { return tc.env[k] })
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run %q env %v: got error %v, want one naming %s", tc.args, tc.env, err, tc.want)
@@ -394,7 +398,7 @@ func TestPeerSettingErrors(t *testing.T) {
 		})
 	}
 	// A negative ping interval is valid: it turns pings off.
-	if err := runRecover(ctx, []string{"-addr", "127.0.0.1:0", "-ping-interval", "-1s"}, func(string) string { return "" }); err != nil {
+	if err := runRecover(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-ping-interval", "-1s"}, func(string) string { return "" }); err != nil {
 		t.Errorf("run -ping-interval -1s: %v, want it to start", err)
 	}
 }

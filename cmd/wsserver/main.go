@@ -62,7 +62,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	logger = redactTokens(logger)
 	redis.SetLogger(redisLog{logger})
+	st.logConfig(logger)
 	a, err := newApp(&st, logger)
 	if err != nil {
 		return err
@@ -77,10 +79,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	ln = countTimeouts(ln, hs, a.metrics)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath)
+	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath, "demo", st.demo)
+	admin, err := startAdmin(&st, a.admin, logger)
+	if err != nil {
+		_ = hs.Close()
+		return err
+	}
 
 	select {
 	case err := <-errc:
+		actx, acancel := context.WithTimeout(context.Background(), adminShutdownGrace)
+		defer acancel()
+		admin.shutdown(actx)
 		return err
 	case <-ctx.Done():
 	}
@@ -102,6 +112,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	actx, acancel := context.WithTimeout(context.Background(), adminShutdownGrace)
+	defer acancel()
+	admin.shutdown(actx)
 	logger.Info("stopped")
 	return nil
 }
@@ -111,7 +124,7 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lv}
+	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationsAsText}
 	switch format {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -128,4 +141,13 @@ type redisLog struct{ l *slog.Logger }
 
 func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 	r.l.DebugContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+}
+
+// durationsAsText writes durations as Go writes them ("1.5s"), not as
+// integer nanoseconds, which JSON logs would otherwise show.
+func durationsAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

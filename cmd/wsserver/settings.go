@@ -28,6 +28,9 @@ type settings struct {
 	shutdownTimeout time.Duration
 	drainPeriod     time.Duration
 	drainGrace      time.Duration
+	adminAddr       string
+	pprof           bool
+	demo            bool
 
 	maxFrameSize     int
 	maxHeaders       int
@@ -70,6 +73,9 @@ type settings struct {
 	sessionLeaseTTL         time.Duration
 
 	metricsPrefixes string
+
+	// flags is the set parse read, kept for logConfig.
+	flags *flag.FlagSet
 
 	// Idle and dead peers (httpserver.go, server.Config.Ping*).
 	httpReadHeaderTimeout time.Duration
@@ -138,6 +144,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 
 	s.peerFlags(fs)
 	s.drainFlags(fs)
+	s.adminFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")
@@ -155,7 +162,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 // parse reads args, then fills every flag not given on the command line
 // from its environment variable. An error names the setting.
 func (s *settings) parse(args []string, getenv func(string) string, out io.Writer) error {
-	return parseFlags(s.flagSet(out), args, getenv)
+	s.flags = s.flagSet(out)
+	return parseFlags(s.flags, args, getenv)
 }
 
 // parseFlags parses args into fs, then sets every flag not given on the

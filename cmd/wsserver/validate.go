@@ -77,6 +77,9 @@ func (s *settings) validate() error {
 			return bad(c.name, c.v, "must not be negative")
 		}
 	}
+	if err := s.validateAdmin(); err != nil {
+		return err
+	}
 	if err := s.validateDrain(); err != nil {
 		return err
 	}

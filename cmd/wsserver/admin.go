@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// defaultAdminAddr keeps the admin listener (metrics, profiling, later
+// the server API) on loopback: an operator's Prometheus or sidecar
+// reaches it on the host, the public never does.
+const defaultAdminAddr = "127.0.0.1:9090"
+
+// adminFlags registers the settings of the admin listener and of what
+// the public one serves besides STOMP.
+func (s *settings) adminFlags(fs *flag.FlagSet) {
+	fs.StringVar(&s.adminAddr, "admin-addr", defaultAdminAddr, "admin listener: /metrics and, with -pprof, /debug/pprof/ (empty: no admin listener); keep it off the public network")
+	fs.BoolVar(&s.pprof, "pprof", false, "serve Go's profiler at /debug/pprof/ on the admin listener")
+	fs.BoolVar(&s.demo, "demo", true, "serve the demo page and the session counts it polls on the public listener")
+}
+
+// validateAdmin checks the settings adminFlags registers.
+func (s *settings) validateAdmin() error {
+	if s.pprof && s.adminAddr == "" {
+		return badSetting("pprof", s.pprof, "needs the admin listener (-admin-addr)")
+	}
+	if s.adminAddr != "" && s.adminAddr == s.addr && !strings.HasSuffix(s.addr, ":0") {
+		return badSetting("admin-addr", s.adminAddr, "must differ from -addr: the admin endpoints must not be public")
+	}
+	return nil
+}
+
+// adminHandler serves the admin listener's endpoints.
+func (a *app) adminHandler(st *settings) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	if st.pprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
+	return mux
+}
+
+// adminServer is the admin listener, running; nil without -admin-addr.
+type adminServer struct {
+	hs   *http.Server
+	errc chan error
+	addr string
+}
+
+// startAdmin listens on -admin-addr and serves the admin endpoints. The
+// admin listener is for operators on the host; it still gets the HTTP
+// timeouts so that a stuck scraper cannot hold connections forever.
+func startAdmin(st *settings, h http.Handler, logger *slog.Logger) (*adminServer, error) {
+	if st.adminAddr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", st.adminAddr)
+	if err != nil {
+		return nil, badSetting("admin-addr", st.adminAddr, err.Error())
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: st.httpReadHeaderTimeout,
+		ReadTimeout:       st.httpReadTimeout,
+		IdleTimeout:       st.httpIdleTimeout,
+		MaxHeaderBytes:    st.httpMaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	s := &adminServer{hs: hs, errc: make(chan error, 1), addr: ln.Addr().String()}
+	go func() { s.errc <- hs.Serve(ln) }()
+	logger.Info("admin listening", "addr", s.addr, "pprof", st.pprof)
+	return s, nil
+}
+
+// shutdown stops the admin listener after the public one; a profile in
+// progress gets until ctx ends.
+func (s *adminServer) shutdown(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	if err := s.hs.Shutdown(ctx); err != nil {
+		_ = s.hs.Close()
+	}
+	<-s.errc
+}
+
+// adminShutdownGrace bounds the admin listener's shutdown.
+const adminShutdownGrace = 2 * time.Second
