@@ -2,7 +2,8 @@ package handshake
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stompgate/stompgate/internal/configerr"
 )
 
 // ErrInvalidLimit is wrapped by every error that Limit.Validate returns; the
@@ -18,24 +19,13 @@ var ErrEmptyKey = errors.New("handshake: empty key")
 // its value.
 var ErrInvalidConfig = errors.New("handshake: invalid configuration")
 
-// settingError is an error about one setting: its message is complete on its
-// own ("handshake: MemoryConfig.MaxKeys -1 is negative") and it unwraps to
-// the sentinel that classifies it, so callers can use errors.Is.
-type settingError struct {
-	msg  string
-	kind error
-}
-
-func (e *settingError) Error() string { return e.msg }
-func (e *settingError) Unwrap() error { return e.kind }
-
 // configErrorf formats an ErrInvalidConfig error; format should name the
-// setting and its value.
+// setting and its value ("MemoryConfig.MaxKeys -1 is negative").
 func configErrorf(format string, args ...any) error {
-	return &settingError{msg: "handshake: " + fmt.Sprintf(format, args...), kind: ErrInvalidConfig}
+	return configerr.Errorf(ErrInvalidConfig, "handshake: ", format, args...)
 }
 
 // limitErrorf formats an ErrInvalidLimit error.
 func limitErrorf(format string, args ...any) error {
-	return &settingError{msg: "handshake: " + fmt.Sprintf(format, args...), kind: ErrInvalidLimit}
+	return configerr.Errorf(ErrInvalidLimit, "handshake: ", format, args...)
 }

@@ -1,6 +1,10 @@
 package metrics
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stompgate/stompgate/internal/configerr"
+)
 
 // ErrInvalidConfig is matched (with errors.Is) by every error New returns
 // for a Config it cannot use. The error's own message names the setting and
@@ -13,12 +17,10 @@ var ErrInvalidConfig = errors.New("metrics: invalid config")
 // prometheus.AlreadyRegisteredError is reachable with errors.As.
 var ErrRegister = errors.New("metrics: cannot register collector")
 
-// configError carries a message that names the setting at fault and
-// unwraps to ErrInvalidConfig, so the message does not repeat the sentinel.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
+// configErrorf reports a bad setting; format starts with its name.
+func configErrorf(format string, args ...any) error {
+	return configerr.Errorf(ErrInvalidConfig, "metrics: ", format, args...)
+}
 
 // registerError says which metric could not be registered and unwraps both
 // to ErrRegister and to the registerer's own error.

@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"fmt"
 	"slices"
 	"unicode/utf8"
 
@@ -41,23 +40,20 @@ type Config struct {
 // longest first, so the first match in Delivered is the longest one.
 func (c Config) withDefaults() (Config, error) {
 	if n := len(c.DestinationPrefixes); n > MaxDestinationPrefixes {
-		return c, &configError{fmt.Sprintf(
-			"metrics: DestinationPrefixes has %d entries, more than the maximum %d", n, MaxDestinationPrefixes)}
+		return c, configErrorf("DestinationPrefixes has %d entries, more than the maximum %d", n, MaxDestinationPrefixes)
 	}
 	seen := make(map[string]int, len(c.DestinationPrefixes))
 	for i, p := range c.DestinationPrefixes {
 		switch {
 		case p == "":
-			return c, &configError{fmt.Sprintf("metrics: DestinationPrefixes[%d] is empty", i)}
+			return c, configErrorf("DestinationPrefixes[%d] is empty", i)
 		case !utf8.ValidString(p):
-			return c, &configError{fmt.Sprintf("metrics: DestinationPrefixes[%d] %q is not valid UTF-8", i, p)}
+			return c, configErrorf("DestinationPrefixes[%d] %q is not valid UTF-8", i, p)
 		case p == labelOther:
-			return c, &configError{fmt.Sprintf(
-				"metrics: DestinationPrefixes[%d] %q is reserved for destinations that match no prefix", i, p)}
+			return c, configErrorf("DestinationPrefixes[%d] %q is reserved for destinations that match no prefix", i, p)
 		}
 		if j, dup := seen[p]; dup {
-			return c, &configError{fmt.Sprintf(
-				"metrics: DestinationPrefixes[%d] %q repeats DestinationPrefixes[%d]", i, p, j)}
+			return c, configErrorf("DestinationPrefixes[%d] %q repeats DestinationPrefixes[%d]", i, p, j)
 		}
 		seen[p] = i
 	}

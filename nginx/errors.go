@@ -2,7 +2,8 @@ package nginx
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stompgate/stompgate/internal/configerr"
 )
 
 // ErrInvalidConfig is matched, with errors.Is, by every error Render returns
@@ -13,18 +14,7 @@ import (
 // which matches policy.ErrInvalid.
 var ErrInvalidConfig = errors.New("nginx: invalid configuration")
 
-// configError carries a message that names the bad setting and unwraps to
-// ErrInvalidConfig without repeating its text.
-type configError struct {
-	msg string
-}
-
-func (e *configError) Error() string { return e.msg }
-
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
-
-// configErrorf builds a configError; format should start with the setting's
-// name.
+// configErrorf reports a bad setting; format starts with its name.
 func configErrorf(format string, args ...any) error {
-	return &configError{msg: "nginx: " + fmt.Sprintf(format, args...)}
+	return configerr.Errorf(ErrInvalidConfig, "nginx: ", format, args...)
 }

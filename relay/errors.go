@@ -2,7 +2,8 @@ package relay
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stompgate/stompgate/internal/configerr"
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error New returns for
@@ -18,12 +19,7 @@ var ErrClosed = errors.New("relay: closed")
 // errMalformed reports a payload that is not in the wire format.
 var errMalformed = errors.New("relay: malformed payload")
 
-// configError is an invalid setting; it matches ErrInvalidConfig.
-type configError struct{ msg string }
-
-func (e *configError) Error() string        { return e.msg }
-func (e *configError) Is(target error) bool { return target == ErrInvalidConfig }
-
+// configErrorf reports a bad setting; format starts with its name.
 func configErrorf(format string, args ...any) error {
-	return &configError{msg: "relay: " + fmt.Sprintf(format, args...)}
+	return configerr.Errorf(ErrInvalidConfig, "relay: ", format, args...)
 }

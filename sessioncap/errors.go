@@ -2,7 +2,8 @@ package sessioncap
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/stompgate/stompgate/internal/configerr"
 )
 
 // ErrEmptyKey is returned by Acquire for an empty key.
@@ -15,14 +16,7 @@ var ErrInvalidMax = errors.New("sessioncap: max must be at least 1")
 // constructor returns for a bad setting. The message names the setting.
 var ErrInvalidConfig = errors.New("sessioncap: invalid configuration")
 
-// configError names a bad setting and unwraps to ErrInvalidConfig.
-type configError struct{ msg string }
-
-func (e *configError) Error() string { return e.msg }
-
-func (e *configError) Unwrap() error { return ErrInvalidConfig }
-
-// configErrorf builds a configError; format starts with the setting's name.
+// configErrorf reports a bad setting; format starts with its name.
 func configErrorf(format string, args ...any) error {
-	return &configError{msg: "sessioncap: " + fmt.Sprintf(format, args...)}
+	return configerr.Errorf(ErrInvalidConfig, "sessioncap: ", format, args...)
 }

@@ -3,7 +3,6 @@ package sessionlimit
 import (
 	"errors"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -74,11 +73,7 @@ func (a *Algorithm) UnmarshalText(text []byte) error {
 }
 
 func algorithmError(s string) error {
-	return &ConfigError{
-		Setting: "Algorithm",
-		Value:   strconv.Quote(s),
-		Problem: "is not one of fixed, sliding, token",
-	}
+	return configErrorf("Algorithm %q is not one of fixed, sliding, token", s)
 }
 
 // Defaults applied by Config.WithDefaults to zero fields. A real user peaks
@@ -131,7 +126,7 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports every invalid setting in c, joined with errors.Join, or
 // nil. Zero values are valid since they stand for the defaults. Each error is
-// a *ConfigError wrapping ErrInvalidConfig.
+// an error matching ErrInvalidConfig that names the setting and value.
 func (c Config) Validate() error {
 	var errs []error
 	switch c.Algorithm {
@@ -140,12 +135,12 @@ func (c Config) Validate() error {
 		errs = append(errs, algorithmError(string(c.Algorithm)))
 	}
 	if c.Limit < 0 {
-		errs = append(errs, &ConfigError{Setting: "Limit", Value: strconv.Itoa(c.Limit), Problem: "is negative"})
+		errs = append(errs, configErrorf("Limit %d is negative", c.Limit))
 	} else if c.Limit > math.MaxInt32 {
-		errs = append(errs, &ConfigError{Setting: "Limit", Value: strconv.Itoa(c.Limit), Problem: "exceeds 2147483647"})
+		errs = append(errs, configErrorf("Limit %d exceeds 2147483647", c.Limit))
 	}
 	if c.Window < 0 {
-		errs = append(errs, &ConfigError{Setting: "Window", Value: c.Window.String(), Problem: "is negative"})
+		errs = append(errs, configErrorf("Window %v is negative", c.Window))
 	}
 	return errors.Join(errs...)
 }

@@ -13,9 +13,6 @@ import (
 // value stops start-up with a message naming the flag and its environment
 // variable rather than the internal field it ends up in.
 func (s *settings) validate() error {
-	bad := func(name string, v any, why string) error {
-		return fmt.Errorf("-%s (%s) %v: %s", name, envName(name), v, why)
-	}
 	for _, c := range []struct {
 		name string
 		v    int
@@ -37,20 +34,20 @@ func (s *settings) validate() error {
 	} {
 		if c.v < c.min {
 			if c.min == 0 {
-				return bad(c.name, c.v, "must not be negative")
+				return badSetting(c.name, c.v, "must not be negative")
 			}
-			return bad(c.name, c.v, "must be positive")
+			return badSetting(c.name, c.v, "must be positive")
 		}
 	}
 	if s.maxFrameSize > 1<<30 {
-		return bad("max-frame-size", s.maxFrameSize, "must be at most 1 GiB")
+		return badSetting("max-frame-size", s.maxFrameSize, "must be at most 1 GiB")
 	}
 	if s.maxFrameSize < stompframe.MinFrameSize {
-		return bad("max-frame-size", s.maxFrameSize, fmt.Sprintf("must be at least %d: a client's CONNECT must fit", stompframe.MinFrameSize))
+		return badSetting("max-frame-size", s.maxFrameSize, fmt.Sprintf("must be at least %d: a client's CONNECT must fit", stompframe.MinFrameSize))
 	}
 	for _, p := range splitList(s.allowedOrigins) {
 		if _, err := path.Match(p, ""); err != nil {
-			return bad("allowed-origins", strconv.Quote(p), "is not a valid host pattern (path.Match syntax: *, ?, [a-z])")
+			return badSetting("allowed-origins", strconv.Quote(p), "is not a valid host pattern (path.Match syntax: *, ?, [a-z])")
 		}
 	}
 	for _, c := range []struct {
@@ -72,9 +69,9 @@ func (s *settings) validate() error {
 	} {
 		switch {
 		case c.positive && c.v <= 0:
-			return bad(c.name, c.v, "must be positive")
+			return badSetting(c.name, c.v, "must be positive")
 		case c.v < 0:
-			return bad(c.name, c.v, "must not be negative")
+			return badSetting(c.name, c.v, "must not be negative")
 		}
 	}
 	if err := s.validateAdmin(); err != nil {
@@ -87,27 +84,27 @@ func (s *settings) validate() error {
 		return err
 	}
 	if !validPath(s.wsPath) {
-		return bad("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
+		return badSetting("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
 	}
 	switch s.wsPath {
 	case "/", "/healthz", "/readyz", "/metrics":
-		return bad("ws-path", s.wsPath, "is taken by another endpoint")
+		return badSetting("ws-path", s.wsPath, "is taken by another endpoint")
 	}
 	switch s.sendAlgorithm {
 	case "fixed", "sliding", "token":
 	default:
-		return bad("send-limit-algorithm", s.sendAlgorithm, "want fixed, sliding or token")
+		return badSetting("send-limit-algorithm", s.sendAlgorithm, "want fixed, sliding or token")
 	}
 	switch s.limiterFail {
 	case "open", "closed":
 	default:
-		return bad("limiter-fail", s.limiterFail, "want open or closed")
+		return badSetting("limiter-fail", s.limiterFail, "want open or closed")
 	}
 	if err := s.validateAuth(); err != nil {
 		return err
 	}
 	if s.abuseBan > 0 && s.abuseDrops == 0 {
-		return bad("abuse-ban", s.abuseBan, "needs -abuse-drops to be set")
+		return badSetting("abuse-ban", s.abuseBan, "needs -abuse-drops to be set")
 	}
 	return nil
 }
