@@ -74,7 +74,7 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
 		a.redis = client
-		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client})
+		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client, Timeout: st.redisTimeout})
 		if err != nil {
 			a.close()
 			return nil, err

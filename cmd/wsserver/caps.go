@@ -27,6 +27,7 @@ func (a *app) newSessionCaps(st *settings, logger *slog.Logger) error {
 		rs, err := sessioncap.NewRedisStore(sessioncap.RedisConfig{
 			Client:   a.redis,
 			LeaseTTL: st.sessionLeaseTTL,
+			Timeout:  st.redisTimeout,
 			Observer: obs,
 			Logger:   logger,
 		})

@@ -134,7 +134,7 @@ func TestSessionCapAcrossInstances(t *testing.T) {
 	pol := capPolicyFile(t)
 	var bases []string
 	for range 3 {
-		base, _ := startApp(t, "-policy", pol, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32")
+		base, _ := startApp(t, "-policy", pol, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32", "-redis-timeout", "2s")
 		bases = append(bases, base)
 	}
 	const ip = "203.0.113.7"
@@ -183,7 +183,7 @@ func TestSessionCapKilledInstance(t *testing.T) {
 	rs := testredis.Start(t)
 	pol := capPolicyFile(t)
 	const ttl = time.Second
-	args := []string{"-policy", pol, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32", "-session-lease-ttl", ttl.String()}
+	args := []string{"-policy", pol, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32", "-session-lease-ttl", ttl.String(), "-redis-timeout", "2s"}
 	child, proc := startChild(t, args...)
 	live, _ := startApp(t, args...)
 
@@ -228,7 +228,11 @@ func TestPrincipalSessionCap(t *testing.T) {
 	var bases []string
 	for range 2 {
 		base, _ := startApp(t, "-redis-url", rs.URL(), "-jwt-secret", secret,
-			"-max-sessions-per-principal", "2", "-trusted-proxies", "127.0.0.1/32")
+			"-max-sessions-per-principal", "2", "-trusted-proxies", "127.0.0.1/32",
+			// Under -race on a loaded machine a Redis call can take longer
+			// than the 50 ms default, and the caps would then count per
+			// instance (fail open) for a second.
+			"-redis-timeout", "2s")
 		bases = append(bases, base)
 	}
 	alice := signToken(t, secret, "alice")
@@ -289,7 +293,7 @@ func TestSessionCapThroughNginx(t *testing.T) {
 	pol := capPolicyFile(t)
 	var hosts, bases []string
 	for range 2 {
-		base, _ := startApp(t, "-policy", pol, "-redis-url", rs.URL())
+		base, _ := startApp(t, "-policy", pol, "-redis-url", rs.URL(), "-redis-timeout", "2s")
 		u, err := url.Parse(base)
 		if err != nil {
 			t.Fatal(err)

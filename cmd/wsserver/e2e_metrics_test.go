@@ -232,7 +232,8 @@ var operatorSettings = []string{
 	"outbound-bytes", "max-transactions", "max-transaction-frames", "max-transaction-bytes",
 	"control-limit", "control-window", "drain-period", "drain-grace",
 	"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
-	"ping-interval", "ping-timeout", "max-sessions-per-principal", "session-lease-ttl",
+	"ping-interval", "ping-timeout", "max-sessions-per-principal", "session-lease-ttl", "redis-timeout",
+	"admin-addr", "pprof", "demo",
 	"jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
@@ -71,6 +72,7 @@ type settings struct {
 
 	maxSessionsPerPrincipal int
 	sessionLeaseTTL         time.Duration
+	redisTimeout            time.Duration
 
 	metricsPrefixes string
 
@@ -133,6 +135,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.jwtJWKSRefresh, "jwt-jwks-refresh", jwtauth.DefaultJWKSRefresh, "how often the -jwt-jwks-url key set is fetched again (at least 10s); a token naming an unknown key also refetches it, at most every 30s")
 
 	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter and the -relay: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
+	fs.DurationVar(&s.redisTimeout, "redis-timeout", handshake.DefaultTimeout, "bound on one handshake-limit decision or session-cap call in Redis; a slower answer counts as Redis unreachable and is decided as -limiter-fail says, so a slow Redis never holds a handshake")
 	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")
 	fs.StringVar(&s.policyFile, "policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
 	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")

@@ -61,6 +61,7 @@ func (s *settings) validate() error {
 		{"heart-beat-send", s.heartBeatSend, false},
 		{"heart-beat-receive", s.heartBeatRecv, false},
 		{"write-timeout", s.writeTimeout, true},
+		{"redis-timeout", s.redisTimeout, true},
 		{"control-window", s.controlWindow, true},
 		{"send-window", s.sendWindow, true},
 		{"abuse-window", s.abuseWindow, true},
