@@ -201,8 +201,9 @@ type barSet struct {
 }
 
 // writeBars draws grouped bars on a log axis, one group per x position
-// and one bar per set in each group, with each bar's value above it and
-// a reference line at ref (1 for ratios; 0: none).
+// and one bar per set in each group, with each bar's value at its end.
+// With ref (1 for ratios) the bars grow from a reference line at ref, so
+// a ratio below 1 points down; 0 draws them from the axis.
 func writeBars(w io.Writer, title, yLabel string, groups []string, sets []barSet, ref float64) error {
 	bw := bufio.NewWriter(w)
 	var vals [][]float64
@@ -241,10 +242,19 @@ func writeBars(w io.Writer, title, yLabel string, groups []string, sets []barSet
 			}
 			v := s.Values[g]
 			bx := gx + groupW*0.1 + float64(i)*barW
-			top := ax.y(v)
+			// A bar grows from the reference line (from the axis without
+			// one): up above it, down below it.
+			base := float64(padTop + plotH)
+			if ref > 0 {
+				base = ax.y(ref)
+			}
+			top, bottom, labelY := ax.y(v), base, ax.y(v)-3
+			if top > bottom {
+				top, bottom, labelY = bottom, top, top+12
+			}
 			fmt.Fprintf(bw, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n",
-				bx, top, barW-2, float64(padTop+plotH)-top, palette[i%len(palette)])
-			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", bx+barW/2-1, top-3, formatValue(v))
+				bx, top, barW-2, max(bottom-top, 1), palette[i%len(palette)])
+			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", bx+barW/2-1, labelY, formatValue(v))
 		}
 	}
 	if ref > 0 {

@@ -7,6 +7,7 @@
 //	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
 //	go run ./loadtest abuse           [flags]  eight attacks, each beside an honest room
 //	go run ./loadtest rooms           [flags]  N players in rooms of M, each sending to its room
+//	go run ./loadtest compare [flags] A.json B.json ...  two servers' rooms runs side by side
 //
 // Every scenario takes -url (default ws://127.0.0.1:8080/ws), -host,
 // -login, -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart;
@@ -95,6 +96,7 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"idle":            runIdle,
 	"abuse":           runAbuse,
 	"rooms":           runRooms,
+	"compare":         runCompare,
 }
 
 // scenarioConfig is the settings of one scenario.
@@ -166,6 +168,8 @@ Scenarios:
                    server RSS and CPU, honest delivery and p99, the attacker's fate
   rooms            players in rooms, each publishing to its room with heart-beats
                    on: delivered msg/s, latency, server CPU per message and RSS
+  compare          rooms reports (-json) of two servers in pairs: a Markdown table
+                   of both and their ratios, and -chart the ratios as bars
 
 Run "loadtest <scenario> -h" for the flags of a scenario.
 `

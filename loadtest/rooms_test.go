@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -198,5 +202,45 @@ func TestCountsText(t *testing.T) {
 	got := countsText(map[string]int64{"rejected": 60, "accepted": 20})
 	if want := "accepted 20, rejected 60"; got != want {
 		t.Errorf("countsText = %q, want %q", got, want)
+	}
+}
+
+func TestCompare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, r roomsReport) string {
+		t.Helper()
+		b, err := json.Marshal(report{Scenario: "rooms", Rooms: &r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := write("a.json", roomsReport{Sessions: 1000, DeliveredPerSec: 11000, ServerCPUPerDeliveredMicros: 25,
+		RSSPerSessionKiB: 32, Latency: &latencySummary{P50: 0.5, P99: 4}})
+	b := write("b.json", roomsReport{Sessions: 1000, DeliveredPerSec: 5500, ServerCPUPerDeliveredMicros: 100,
+		RSSPerSessionKiB: 448, Latency: &latencySummary{P50: 1500, P99: 6000}})
+	chart := filepath.Join(dir, "c.svg")
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"compare", "-names", "sg,rmq", "-chart", chart, a, b}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	// CPU 4×, p50 3000×, p99 1500×, RSS 14×, delivered 0.5×.
+	want := "| 1000 | **rmq ÷ sg** | 0.5× | | 3000× | 1500× | **4×** | | 14× |"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("compare table:\n%s\nwant the row\n%s", out.String(), want)
+	}
+	svg, err := os.ReadFile(chart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bars := strings.Count(string(svg), "<rect x="); bars != 5+1 {
+		t.Errorf("chart has %d bars and legend boxes, want 5 bars and 1 legend box", bars)
+	}
+	if err := run(t.Context(), []string{"compare", a}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "pairs") {
+		t.Errorf("compare with one file = %v, want an error about pairs", err)
 	}
 }
