@@ -188,6 +188,10 @@ func writeChart(w io.Writer, title string, ss []series) error {
 			fmt.Fprintf(&pts, "%.1f,%.1f ", x(j), ax.y(v))
 		}
 		fmt.Fprintf(bw, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", c, dash, strings.TrimSpace(pts.String()))
+		if len(s.Values) == 1 {
+			// A line of one point is invisible: mark it.
+			fmt.Fprintf(bw, `<circle cx="%.1f" cy="%.1f" r="4" fill="%s"/>`+"\n", x(0), ax.y(s.Values[0]), c)
+		}
 		legend(bw, i, c, dash, s.Name, false)
 	}
 	fmt.Fprintln(bw, `</svg>`)

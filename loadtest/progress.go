@@ -91,6 +91,22 @@ type sampler struct {
 	// each, when set, runs once a second after the series are sampled
 	// (the throughput window's forgiveness tick).
 	each func()
+	// last is when the series were last sampled; loop owns it until it
+	// returns.
+	last time.Time
+}
+
+// flush samples the part of a second since the last tick, for a run
+// that ended between ticks (a handshake storm that finished early); call
+// it after loop returned.
+func (s *sampler) flush(now time.Time) {
+	if s.last.IsZero() || now.Sub(s.last) < 100*time.Millisecond {
+		return
+	}
+	for _, ss := range s.series {
+		ss.sample(now.Sub(s.last))
+	}
+	s.last = now
 }
 
 // show prints the progress line as of now.
@@ -109,7 +125,7 @@ func (s *sampler) loop(ctx context.Context, start, end time.Time, stop <-chan st
 	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	last := start
+	s.last = start
 	for {
 		select {
 		case <-ctx.Done():
@@ -118,9 +134,9 @@ func (s *sampler) loop(ctx context.Context, start, end time.Time, stop <-chan st
 			return false, time.Now()
 		case now := <-tick.C:
 			for _, ss := range s.series {
-				ss.sample(now.Sub(last))
+				ss.sample(now.Sub(s.last))
 			}
-			last = now
+			s.last = now
 			if s.each != nil {
 				s.each()
 			}

@@ -236,6 +236,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 	if interrupted {
 		<-finished
 	}
+	smp.flush(time.Now())
 	elapsed := time.Since(start)
 	smp.show(time.Now())
 	smp.prog.end()
