@@ -45,7 +45,11 @@ type dialer struct {
 }
 
 func newDialer(c *common) *dialer {
-	return &dialer{url: c.url, host: hostOf(c.url), login: c.login, passcode: c.passcode}
+	host := c.host
+	if host == "" {
+		host = hostOf(c.url)
+	}
+	return &dialer{url: c.url, host: host, login: c.login, passcode: c.passcode}
 }
 
 // httpClientFrom returns an HTTP client whose connections leave from

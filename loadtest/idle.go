@@ -161,39 +161,38 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	hbWG.Add(1)
 	go func() {
 		defer hbWG.Done()
-		heartBeats(hbDone, &mu, &sessions)
+		heartBeats(hbDone, idleHeartBeat, func(slot, slots int) []*stompConn {
+			mu.Lock()
+			defer mu.Unlock()
+			var due []*stompConn
+			for i := slot; i < len(sessions); i += slots {
+				if !sessions[i].gone.Load() {
+					due = append(due, sessions[i].conn)
+				}
+			}
+			return due
+		})
 	}()
 
-	prog := &progress{start: start}
-	if !cfg.noProgress {
-		prog.w = stderr
-	}
 	opened := &series{Name: "sessions open"}
-	show := func(now time.Time) {
+	count := func() int64 {
 		mu.Lock()
-		n := len(sessions)
-		mu.Unlock()
-		prog.line(now, int64(n), 0, closed.Load(), failed.Load(), " (sent: sessions opened, drops: closed by server)")
+		defer mu.Unlock()
+		return int64(len(sessions))
+	}
+	smp := &sampler{
+		prog:   newProgress(stderr, start, cfg.noProgress),
+		series: []sampled{&gaugeSeries{s: opened, read: func() float64 { return float64(count() - closed.Load()) }}},
+		fields: func() []progressField {
+			return []progressField{{"opened", count()}, {"closed by server", closed.Load()}, {"failed", failed.Load()}}
+		},
 	}
 	stopTicker := make(chan struct{})
 	var tickWG sync.WaitGroup
 	tickWG.Add(1)
 	go func() {
 		defer tickWG.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopTicker:
-				return
-			case now := <-t.C:
-				mu.Lock()
-				n := len(sessions)
-				mu.Unlock()
-				opened.Values = append(opened.Values, float64(int64(n)-closed.Load()))
-				show(now)
-			}
-		}
+		smp.loop(ctx, start, time.Time{}, stopTicker)
 	}()
 
 	_ = parallel(ctx, cfg.sessions, cfg.concurrency, func(i int) error {
@@ -259,8 +258,8 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	}
 	close(stopTicker)
 	tickWG.Wait()
-	show(time.Now())
-	prog.end()
+	smp.show(time.Now())
+	smp.prog.end()
 	close(hbDone)
 	hbWG.Wait()
 	done.Store(true)
@@ -295,10 +294,12 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	return rep
 }
 
-// heartBeats sends an EOL to every session once per idleHeartBeat, one
-// slot of sessions per idleHeartBeat/heartBeatSlots, until done closes.
-func heartBeats(done <-chan struct{}, mu *sync.Mutex, sessions *[]*idleSession) {
-	t := time.NewTicker(idleHeartBeat / heartBeatSlots)
+// heartBeats sends an EOL to every session once per interval, one slot
+// of sessions per interval/heartBeatSlots so that they do not all write
+// in the same instant, until done closes. due returns the live sessions
+// of a slot.
+func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slots int) []*stompConn) {
+	t := time.NewTicker(interval / heartBeatSlots)
 	defer t.Stop()
 	eol := []byte{'\n'}
 	for slot := 0; ; slot = (slot + 1) % heartBeatSlots {
@@ -307,18 +308,9 @@ func heartBeats(done <-chan struct{}, mu *sync.Mutex, sessions *[]*idleSession) 
 			return
 		case <-t.C:
 		}
-		mu.Lock()
-		var due []*idleSession
-		for i := slot; i < len(*sessions); i += heartBeatSlots {
-			due = append(due, (*sessions)[i])
-		}
-		mu.Unlock()
-		for _, s := range due {
-			if s.gone.Load() {
-				continue
-			}
+		for _, c := range due(slot, heartBeatSlots) {
 			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-			_ = s.conn.write(ctx, eol)
+			_ = c.write(ctx, eol)
 			cancel()
 		}
 	}

@@ -49,7 +49,10 @@ type publisher struct {
 	idx    uint32
 	prefix []byte // command and headers of every SEND, up to the blank line
 	pad    []byte // body padding after the stamp
-	sent   int64  // owned by the run goroutine; read after it ends
+	// perMessage bounds the frames of one WebSocket message (0: as many
+	// as fit in maxBatchBytes).
+	perMessage int64
+	sent       int64 // owned by the run goroutine; read after it ends
 }
 
 func newPublisher(conn *stompConn, cls *class, idx uint32, dest string, size int) *publisher {
@@ -69,7 +72,13 @@ func newPublisher(conn *stompConn, cls *class, idx uint32, dest string, size int
 func (p *publisher) frameLen() int { return len(p.prefix) + stampLen + len(p.pad) + 1 }
 
 // maxBatch is how many frames fit in one WebSocket message.
-func (p *publisher) maxBatch() int64 { return int64(max(maxBatchBytes/p.frameLen(), 1)) }
+func (p *publisher) maxBatch() int64 {
+	n := int64(max(maxBatchBytes/p.frameLen(), 1))
+	if p.perMessage > 0 {
+		n = min(n, p.perMessage)
+	}
+	return n
+}
 
 // sendBatch writes n SEND frames stamped now in one WebSocket message.
 func (p *publisher) sendBatch(ck clock, n int64) error {

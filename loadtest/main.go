@@ -6,11 +6,16 @@
 //	go run ./loadtest handshake-storm [flags]  WebSocket handshakes per source IP
 //	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
 //	go run ./loadtest abuse           [flags]  eight attacks, each beside an honest room
+//	go run ./loadtest rooms           [flags]  N players in rooms of M, each sending to its room
+//	go run ./loadtest compare [flags] A.json B.json ...  two servers' rooms runs side by side
 //
-// Every scenario takes -url (default ws://127.0.0.1:8080/ws), -login,
-// -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart; run a
-// scenario with -h for its own flags. Progress goes to stderr once a
-// second; the report goes to stdout. Each run stops by itself after its
+// Every scenario takes -url (default ws://127.0.0.1:8080/ws), -host,
+// -login, -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart;
+// run a scenario with -h for its own flags. Progress goes to stderr once
+// a second, rewritten in place on a terminal and one line per second
+// anywhere else; the report goes to stdout, as a table or with -json as
+// JSON. -chart writes the per-second series as SVG, on a log scale when
+// they differ by an order of magnitude or more. Each run stops by itself after its
 // -duration (and a bounded drain); Ctrl-C stops it early and still prints
 // the report so far.
 //
@@ -90,6 +95,8 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"handshake-storm": runStorm,
 	"idle":            runIdle,
 	"abuse":           runAbuse,
+	"rooms":           runRooms,
+	"compare":         runCompare,
 }
 
 // scenarioConfig is the settings of one scenario.
@@ -159,6 +166,10 @@ Scenarios:
   idle             heart-beating idle sessions and the server's RSS per session
   abuse            attacks one client can make, each beside an honest room:
                    server RSS and CPU, honest delivery and p99, the attacker's fate
+  rooms            players in rooms, each publishing to its room with heart-beats
+                   on: delivered msg/s, latency, server CPU per message and RSS
+  compare          rooms reports (-json) of two servers in pairs: a Markdown table
+                   of both and their ratios, and -chart the ratios as bars
 
 Run "loadtest <scenario> -h" for the flags of a scenario.
 `

@@ -16,6 +16,7 @@ import (
 // common are the settings every scenario shares.
 type common struct {
 	url         string
+	host        string
 	login       string
 	passcode    string
 	topicPrefix string
@@ -42,6 +43,7 @@ const defaultURL = "ws://127.0.0.1:8080/ws"
 
 func (c *common) register(fs *flag.FlagSet, defDuration time.Duration) {
 	fs.StringVar(&c.url, "url", defaultURL, "STOMP WebSocket endpoint (ws:// or wss://)")
+	fs.StringVar(&c.host, "host", "", "CONNECT host header (empty: the host of -url); RabbitMQ reads it as the virtual host, e.g. -host /")
 	fs.StringVar(&c.login, "login", "", "CONNECT login header (empty: none)")
 	fs.StringVar(&c.passcode, "passcode", "", "CONNECT passcode header (empty: none); wsserver reads a JWT here")
 	fs.StringVar(&c.topicPrefix, "topic-prefix", "/topic/loadtest.", "prefix of every destination used")

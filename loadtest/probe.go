@@ -33,6 +33,13 @@ type serverReport struct {
 	// frames it wrote.
 	CPUPerDeliveredMicros float64 `json:"cpu_per_delivered_us,omitempty"`
 	CPUPerSentMicros      float64 `json:"cpu_per_sent_us,omitempty"`
+
+	// RSSBytes is the server's resident set at the end of the run, every
+	// session still open, from /proc/<pid>/status (RSSSource "proc") or
+	// process_resident_memory_bytes ("metrics"); absent when neither
+	// was available.
+	RSSSource string `json:"rss_source,omitempty"`
+	RSSBytes  int64  `json:"rss_bytes,omitempty"`
 }
 
 // serverProbe takes the server's counters before a run and after.
@@ -93,6 +100,14 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	case p.before != nil && after != nil && p.before.has(metricCPU):
 		r.CPUSource = "metrics"
 		r.CPUSeconds = round3(after.sum(metricCPU) - p.before.sum(metricCPU))
+	}
+	switch {
+	case p.cfg.pid > 0:
+		if v, err := procRSS(p.cfg.pid); err == nil {
+			r.RSSSource, r.RSSBytes, r.PID = "proc", v, p.cfg.pid
+		}
+	case after != nil && after.has(metricRSS):
+		r.RSSSource, r.RSSBytes = "metrics", int64(after.sum(metricRSS))
 	}
 	return r
 }

@@ -25,6 +25,7 @@ type report struct {
 	Storm   *stormReport  `json:"handshake_storm,omitempty"`
 	Idle    *idleReport   `json:"idle,omitempty"`
 	Abuse   *abuseReport  `json:"abuse,omitempty"`
+	Rooms   *roomsReport  `json:"rooms,omitempty"`
 	Server  *serverReport `json:"server,omitempty"`
 	Tool    toolReport    `json:"tool"`
 	Series  []series      `json:"series,omitempty"`
@@ -110,6 +111,9 @@ func (r *report) writeText(w io.Writer, title string) {
 	if r.Abuse != nil {
 		r.Abuse.writeText(w)
 	}
+	if r.Rooms != nil {
+		r.Rooms.writeText(w)
+	}
 	if s := r.Server; s != nil {
 		s.writeText(w)
 	}
@@ -149,5 +153,12 @@ func (s *serverReport) writeText(w io.Writer) {
 			fmt.Fprintf(w, ", %.2f µs per delivered message, %.2f µs per sent message", s.CPUPerDeliveredMicros, s.CPUPerSentMicros)
 		}
 		fmt.Fprintln(w)
+	}
+	if s.RSSSource != "" {
+		src := metricRSS
+		if s.RSSSource == "proc" {
+			src = fmt.Sprintf("/proc/%d/status VmRSS", s.PID)
+		}
+		fmt.Fprintf(w, "server RSS (%s) at the end of the load: %.1f MiB\n", src, mib(s.RSSBytes))
 	}
 }

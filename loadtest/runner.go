@@ -45,6 +45,17 @@ type loadRun struct {
 	// subSetup, when set, adjusts each subscriber before its reader
 	// starts (the abuse scenario's browser-like, slow-link readers).
 	subSetup func(*subscriber)
+	// perMessage, when positive, is how many SEND frames a publisher
+	// packs into one WebSocket message at most (1: one frame per
+	// message, as a browser's STOMP client sends); 0 packs up to
+	// maxBatchBytes.
+	perMessage int64
+	// heartBeat is the heart-beat offered both ways in CONNECT, and how
+	// often every session sends an EOL while it is (0: none). Set it
+	// with startHeartBeats before any session is dialed.
+	heartBeat time.Duration
+	hbDone    chan struct{}
+	hbWG      sync.WaitGroup
 
 	mu    sync.Mutex
 	conns []*stompConn // guarded by mu
@@ -62,7 +73,30 @@ func (r *loadRun) dial(ctx context.Context) (*stompConn, error) {
 		client = httpClientFrom(sourceAddr(blockLoad, int(r.sources.Add(1))-1))
 		defer client.CloseIdleConnections()
 	}
-	return r.dialer.dial(ctx, client, "0,0")
+	ms := r.heartBeat.Milliseconds()
+	return r.dialer.dial(ctx, client, fmt.Sprintf("%d,%d", ms, ms))
+}
+
+// startHeartBeats turns heart-beats on for the sessions dialed from now:
+// CONNECT offers every both ways, and an EOL goes out on every session
+// once per every, whatever else it sends, as stomp.js does. closeAll
+// stops them.
+func (r *loadRun) startHeartBeats(every time.Duration) {
+	r.heartBeat = every
+	r.hbDone = make(chan struct{})
+	r.hbWG.Add(1)
+	go func() {
+		defer r.hbWG.Done()
+		heartBeats(r.hbDone, every, func(slot, slots int) []*stompConn {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			var due []*stompConn
+			for i := slot; i < len(r.conns); i += slots {
+				due = append(due, r.conns[i])
+			}
+			return due
+		})
+	}()
 }
 
 func (r *loadRun) track(c *stompConn) {
@@ -74,6 +108,11 @@ func (r *loadRun) track(c *stompConn) {
 // closeAll ends every connection; the readers then return.
 func (r *loadRun) closeAll() {
 	r.done.Store(true)
+	if r.hbDone != nil {
+		close(r.hbDone)
+		r.hbWG.Wait()
+		r.hbDone = nil
+	}
 	r.mu.Lock()
 	conns := r.conns
 	r.conns = nil
@@ -173,7 +212,38 @@ func (r *loadRun) publish(ctx context.Context, cls *class, idx uint32, dest stri
 		sink.run(r.ck, &r.done)
 		cls.errors.Add(sink.cls.errors.Load())
 	}()
-	return newPublisher(c, cls, idx, dest, size), nil
+	return r.newPublisher(c, cls, idx, dest, size), nil
+}
+
+// newPublisher is newPublisher with the run's frames per message.
+func (r *loadRun) newPublisher(c *stompConn, cls *class, idx uint32, dest string, size int) *publisher {
+	p := newPublisher(c, cls, idx, dest, size)
+	p.perMessage = r.perMessage
+	return p
+}
+
+// join opens one session that subscribes to dest and publishes to it, a
+// player in a room: it receives what every member sends, its own
+// messages included. The subscriber records latency when latency is set.
+func (r *loadRun) join(ctx context.Context, cls *class, idx uint32, dest string, size int, latency bool) (*subscriber, *publisher, error) {
+	c, err := r.dial(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
+	}
+	r.track(c)
+	if err := c.subscribe(ctx, "0", dest); err != nil {
+		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
+	}
+	s := &subscriber{conn: c, cls: cls}
+	if latency {
+		s.hist = newHistogram()
+	}
+	r.readers.Add(1)
+	go func() {
+		defer r.readers.Done()
+		s.run(r.ck, &r.done)
+	}()
+	return s, r.newPublisher(c, cls, idx, dest, size), nil
 }
 
 // loadResult is what execute measured.
@@ -195,11 +265,14 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	cpu0 := selfCPU()
 
 	var all []*counterSeries
+	var losses []*lossSeries
 	for _, c := range r.classes {
 		all = append(all,
-			&counterSeries{s: &series{Name: seriesLabel("delivered/s", c.name)}, read: c.delivered.Load},
-			&counterSeries{s: &series{Name: seriesLabel("sent/s", c.name), Dashed: true}, read: c.sent.Load},
+			&counterSeries{s: &series{Name: seriesLabel("delivered/s", c.name), group: c.name}, read: c.delivered.Load},
+			&counterSeries{s: &series{Name: seriesLabel("sent/s", c.name), group: c.name, style: styleDashed}, read: c.sent.Load},
 		)
+		losses = append(losses, &lossSeries{s: &series{Name: seriesLabel("undelivered/s", c.name), group: c.name, style: styleDotted},
+			read: func() (int64, int64) { return c.sent.Load() * c.fanout, c.delivered.Load() }})
 	}
 
 	start := time.Now().Add(startDelay)
@@ -209,10 +282,6 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	var pubs sync.WaitGroup
 	launch(pctx, start, end, &pubs)
 
-	prog := &progress{start: start}
-	if !r.cfg.noProgress {
-		prog.w = r.stderr
-	}
 	totals := func() (sent, delivered, expected, errs int64) {
 		for _, c := range r.classes {
 			s := c.sent.Load()
@@ -223,40 +292,31 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		}
 		return
 	}
-	show := func(now time.Time) {
-		s, d, e, errs := totals()
-		prog.line(now, s, d, max(e-d, 0), errs, "")
+	smp := &sampler{
+		prog: newProgress(r.stderr, start, r.cfg.noProgress),
+		fields: func() []progressField {
+			s, d, e, errs := totals()
+			// Undelivered is expected − delivered: in flight, or lost.
+			return []progressField{{"sent", s}, {"delivered", d}, {"undelivered", max(e-d, 0)}, {"errors", errs}}
+		},
+	}
+	for _, s := range all {
+		smp.series = append(smp.series, s)
+	}
+	for _, l := range losses {
+		smp.series = append(smp.series, l)
+	}
+	if r.win != nil {
+		smp.each = r.win.tick
 	}
 
 	// Sample once a second over the load period.
-	interrupted := false
-	time.Sleep(time.Until(start))
-	tick := time.NewTicker(time.Second)
-	last := start
-	deliveredInLoad := make([]int64, len(r.classes))
+	interrupted, stopped := smp.loop(ctx, start, end, nil)
 	loadEnd := end
-sampling:
-	for {
-		select {
-		case <-ctx.Done():
-			interrupted = true
-			loadEnd = time.Now()
-			break sampling
-		case now := <-tick.C:
-			for _, s := range all {
-				s.sample(now.Sub(last))
-			}
-			last = now
-			if r.win != nil {
-				r.win.tick()
-			}
-			show(now)
-			if !now.Before(end) {
-				break sampling
-			}
-		}
+	if interrupted {
+		loadEnd = stopped
 	}
-	tick.Stop()
+	deliveredInLoad := make([]int64, len(r.classes))
 	for i, c := range r.classes {
 		deliveredInLoad[i] = c.delivered.Load()
 	}
@@ -274,8 +334,8 @@ sampling:
 	if !interrupted {
 		r.drain(ctx, totals)
 	}
-	show(time.Now())
-	prog.end()
+	smp.show(time.Now())
+	smp.prog.end()
 	elapsed := time.Since(start)
 	serverAfter := srv.finish(ctx)
 	r.closeAll()
@@ -297,6 +357,14 @@ sampling:
 	res.tool = toolReportOf(cpu, msgs)
 	for _, s := range all {
 		res.series = append(res.series, *s.s)
+	}
+	// A class's undelivered/s is drawn only when some of what it sent
+	// never arrived (the flood's abusers); otherwise it is in-flight
+	// noise.
+	for i, l := range losses {
+		if cr := res.classes[i]; cr.Delivered < cr.Expected {
+			res.series = append(res.series, *l.s)
+		}
 	}
 	if srv := res.server; srv != nil && srv.CPUSeconds > 0 {
 		var delivered, sent int64

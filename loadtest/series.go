@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"strings"
 	"time"
 )
@@ -11,9 +9,22 @@ import (
 // JSON report. Values[i] covers second i+1 of the load period.
 type series struct {
 	Name   string    `json:"name"`
-	Dashed bool      `json:"-"`
 	Values []float64 `json:"values"`
+	// group and style are for the chart: the series of one group (a
+	// class's delivered, sent and undelivered) share a colour and differ
+	// in style. An empty group is a group of its own.
+	group string
+	style lineStyle
 }
+
+// lineStyle tells a group's series apart on the chart.
+type lineStyle uint8
+
+const (
+	styleSolid  lineStyle = iota // what arrived
+	styleDashed                  // what was sent
+	styleDotted                  // what was lost
+)
 
 // counterSeries turns a cumulative counter into per-second deltas.
 type counterSeries struct {
@@ -32,31 +43,35 @@ func (c *counterSeries) sample(dt time.Duration) {
 	c.last = v
 }
 
-// progress prints the live progress line, \r-overwritten, once a second.
-type progress struct {
-	w     io.Writer
-	start time.Time
-	wrote bool
-}
-
-// line prints one progress line.
-func (p *progress) line(now time.Time, sent, delivered, drops, errs int64, extra string) {
-	if p.w == nil {
-		return
-	}
-	fmt.Fprintf(p.w, "\r%7.1fs  sent %d  delivered %d  drops %d  errors %d%s   ",
-		now.Sub(p.start).Seconds(), sent, delivered, drops, errs, extra)
-	p.wrote = true
-}
-
-// end finishes the line so the report starts on a fresh one.
-func (p *progress) end() {
-	if p.w != nil && p.wrote {
-		fmt.Fprintln(p.w)
-	}
-}
-
 // seriesLabel names a class's series.
 func seriesLabel(what, class string) string {
 	return strings.TrimSpace(class + " " + what)
+}
+
+// gaugeSeries records a level once a second (sessions open), not a rate.
+type gaugeSeries struct {
+	s    *series
+	read func() float64
+}
+
+func (g *gaugeSeries) sample(time.Duration) { g.s.Values = append(g.s.Values, round3(g.read())) }
+
+// lossSeries is the per-second rise of expected − delivered: what a
+// class sent that did not arrive. A second that catches up on the
+// previous one's in-flight messages counts 0, not a negative rate.
+type lossSeries struct {
+	s    *series
+	read func() (expected, delivered int64)
+	last int64
+}
+
+func (l *lossSeries) sample(dt time.Duration) {
+	e, d := l.read()
+	v := e - d
+	rate := 0.0
+	if dt > 0 && v > l.last {
+		rate = float64(v-l.last) / dt.Seconds()
+	}
+	l.s.Values = append(l.s.Values, round3(rate))
+	l.last = v
 }

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,36 +219,27 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 	// Progress once a second until every IP is done.
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	prog := &progress{start: start}
-	if !cfg.noProgress {
-		prog.w = stderr
-	}
 	acc := &series{Name: "accepted/s"}
 	rej := &series{Name: "429/s"}
-	var lastA, lastL int64
-	tick := time.NewTicker(time.Second)
-	interrupted := false
-wait:
-	for {
-		select {
-		case <-finished:
-			break wait
-		case <-ctx.Done():
-			interrupted = true
-			<-finished
-			break wait
-		case now := <-tick.C:
-			a, l := accepted.Load(), limited.Load()
-			acc.Values = append(acc.Values, float64(a-lastA))
-			rej.Values = append(rej.Values, float64(l-lastL))
-			lastA, lastL = a, l
-			prog.line(now, a+l+other.Load(), a, l, other.Load(), "")
-		}
+	smp := &sampler{
+		prog: newProgress(stderr, start, cfg.noProgress),
+		series: []sampled{
+			&counterSeries{s: acc, read: accepted.Load},
+			&counterSeries{s: rej, read: limited.Load},
+		},
+		fields: func() []progressField {
+			a, l, o := accepted.Load(), limited.Load(), other.Load()
+			return []progressField{{"attempts", a + l + o}, {"accepted", a}, {"429", l}, {"other", o}}
+		},
 	}
-	tick.Stop()
+	interrupted, _ := smp.loop(ctx, start, time.Time{}, finished)
+	if interrupted {
+		<-finished
+	}
+	smp.flush(time.Now())
 	elapsed := time.Since(start)
-	prog.line(time.Now(), accepted.Load()+limited.Load()+other.Load(), accepted.Load(), limited.Load(), other.Load(), "")
-	prog.end()
+	smp.show(time.Now())
+	smp.prog.end()
 
 	sr := &stormReport{PolicyRate: cfg.policyRate, PolicyBurst: cfg.policyBurst, IPs: results, OtherErrors: otherErrs}
 	total := 0
@@ -313,10 +306,21 @@ func (s *stormReport) writeText(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(w, "\nhandshakes answered: %.1f per second (all IPs)\n", s.DecisionsPerSec)
 	if len(s.ServerHandshakes) > 0 {
-		fmt.Fprintf(w, "server stompgate_handshakes_total change: %v\n", s.ServerHandshakes)
+		fmt.Fprintf(w, "server stompgate_handshakes_total change: %s\n", countsText(s.ServerHandshakes))
 	}
 	for _, e := range s.OtherErrors {
 		fmt.Fprintln(w, "other:", e)
 	}
 	fmt.Fprintln(w)
+}
+
+// countsText writes labelled counts as "accepted 20, rejected 60", in
+// label order.
+func countsText(m map[string]int64) string {
+	keys := slices.Sorted(maps.Keys(m))
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -18,6 +18,7 @@ type throughputConfig struct {
 	size        int
 	rate        float64
 	window      int
+	perMessage  int
 }
 
 // Throughput defaults and bounds.
@@ -39,7 +40,8 @@ func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.subscribers, "subscribers", 1, "subscribing sessions, all on that topic")
 	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", stampLen))
 	fs.Float64Var(&c.rate, "rate", 0, "SEND frames per second per publisher (0: as fast as the in-flight window allows)")
-	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait")
+	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait (all publishers together)")
+	fs.IntVar(&c.perMessage, "frames-per-message", 0, "SEND frames per WebSocket message at most (1: one frame per message, as a browser sends; 0: as many as fit in 32 KiB)")
 	return fs
 }
 
@@ -55,6 +57,8 @@ func (c *throughputConfig) validate() error {
 		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, maxRate)
 	case c.window <= 0:
 		return fmt.Errorf("-window %d: must be positive", c.window)
+	case c.perMessage < 0:
+		return fmt.Errorf("-frames-per-message %d is negative", c.perMessage)
 	}
 	return nil
 }
@@ -76,8 +80,15 @@ func (c *throughputConfig) title() string {
 	if c.rate > 0 {
 		rate = fmt.Sprintf("%g/s each", c.rate)
 	}
-	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies, %v",
-		c.publishers, rate, c.subscribers, max(c.size, stampLen), c.duration)
+	shape := ""
+	if c.rate == 0 {
+		shape = fmt.Sprintf(", %d in flight per subscriber", c.window)
+	}
+	if c.perMessage > 0 {
+		shape += fmt.Sprintf(", %d SEND per WebSocket message", c.perMessage)
+	}
+	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies%s, %v",
+		c.publishers, rate, c.subscribers, max(c.size, stampLen), shape, c.duration)
 }
 
 func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*report, error) {
@@ -85,6 +96,7 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 	defer r.closeAll()
 	cls := &class{name: "throughput", fanout: int64(cfg.subscribers), publishers: cfg.publishers, subscribers: cfg.subscribers}
 	r.classes = []*class{cls}
+	r.perMessage = int64(cfg.perMessage)
 	if cfg.rate == 0 {
 		r.win = newWindow(int64(cfg.window), cls.fanout)
 	}
@@ -128,7 +140,8 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 		Settings: map[string]any{
 			"publishers": cfg.publishers, "subscribers": cfg.subscribers,
 			"size": max(cfg.size, stampLen), "rate": cfg.rate, "window": cfg.window,
-			"duration": cfg.duration.String(),
+			"frames_per_message": cfg.perMessage,
+			"duration":           cfg.duration.String(),
 		},
 	}
 	rep.fromLoad(res)

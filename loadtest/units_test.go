@@ -346,7 +346,7 @@ func TestChartIsXML(t *testing.T) {
 	var b strings.Builder
 	ss := []series{
 		{Name: "normal delivered/s", Values: []float64{325, 324, 326}},
-		{Name: "normal sent/s", Dashed: true, Values: []float64{325, 325, 325}},
+		{Name: "normal sent/s", style: styleDashed, Values: []float64{325, 325, 325}},
 		{Name: "abuser <delivered>/s", Values: []float64{200, 200, 200}},
 	}
 	if err := writeChart(&b, "flood & friends", ss); err != nil {
@@ -386,6 +386,9 @@ func TestFlagValidation(t *testing.T) {
 		{"no load", []string{"flood", "-normal", "0", "-abusers", "0"}, "nothing to run"},
 		{"storm off loopback", []string{"handshake-storm", "-url", "ws://10.1.2.3/ws", "-ips", "2"}, "loopback"},
 		{"idle sessions", []string{"idle", "-sessions", "0"}, "-sessions 0"},
+		{"rooms size", []string{"rooms", "-room-size", "0"}, "-room-size 0"},
+		{"rooms heart-beat", []string{"rooms", "-heart-beat", "10ms"}, "-heart-beat 10ms"},
+		{"frames per message", []string{"throughput", "-frames-per-message", "-1"}, "-frames-per-message -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

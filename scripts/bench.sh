@@ -8,7 +8,9 @@
 #
 # Needs jq (installed when missing, like scripts/test.sh does for its
 # tools). Takes about four minutes. Every server it starts listens on
-# 127.0.0.1 only and is stopped on exit.
+# 127.0.0.1 only and is stopped on exit. The comparison with RabbitMQ
+# Web-STOMP is scripts/bench-rooms.sh, run on its own; its section sits
+# in the hand-measured part, which this script keeps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +82,8 @@ for pair in 1:1 10:1 100:10; do
   p=${pair%:*} s=${pair#*:}
   lt "tp_${p}_$s" throughput -url "$url" -publishers "$p" -subscribers "$s" -size 100 -duration 10s -pid "$server_pid"
 done
+# The browser's shape: one frame per WebSocket message, 100 in flight.
+lt tp_shallow throughput -url "$url" -publishers 10 -subscribers 1 -size 100 -window 100 -frames-per-message 1 -duration 10s -pid "$server_pid"
 
 # Flood: wsserver's defaults (20 SEND/s per session), with and without
 # abusers.
@@ -157,6 +161,26 @@ per_dropped=$(awk -v a="$cpu_abuse" -v c="$cpu_clean" -v d="$abuse_delivered" -v
     jq -r --arg pair "${pair%:*} → ${pair#*:}" '.classes[0] as $c |
       "| \($pair) | \($c.sent_per_sec|floor) | \($c.delivered_per_sec|floor) | \($c.latency.p50_ms) | \($c.latency.p90_ms) | \($c.latency.p99_ms) | \($c.latency.max_ms) | \(.server.cpu_per_delivered_us) | \(.tool.cpu_per_message_us) |"' \
       "$work/tp_${pair%:*}_${pair#*:}.json"
+  done
+  echo
+  echo "### The browser's shape: one frame per WebSocket message"
+  echo
+  echo "10 publishers → 1 subscriber, 100-byte bodies, at most 100 messages in"
+  echo "flight in total (about 10 per publisher), and one SEND frame per WebSocket"
+  echo "message, as stomp.js sends from a browser; the server is the one above."
+  echo
+  echo '```'
+  cat "$work/tp_shallow.cmd"
+  echo '```'
+  echo
+  echo "| shape | sent msg/s | delivered msg/s | p50 ms | p99 ms | server CPU µs / delivered | tool CPU µs / msg |"
+  echo "|---|---|---|---|---|---|---|"
+  for run in tp_10_1 tp_shallow; do
+    label="packed, 256 in flight"
+    [ "$run" = tp_shallow ] && label="1 frame per message, 100 in flight"
+    jq -r --arg l "$label" '.classes[0] as $c |
+      "| \($l) | \($c.sent_per_sec|floor) | \($c.delivered_per_sec|floor) | \($c.latency.p50_ms) | \($c.latency.p99_ms) | \(.server.cpu_per_delivered_us) | \(.tool.cpu_per_message_us) |"' \
+      "$work/$run.json"
   done
   echo
   echo "## Flood: 250 normal sessions at 1.3 SEND/s, 10 abusers at 500 SEND/s"
