@@ -27,7 +27,7 @@ func startWsserver(t *testing.T) (string, int) {
 		t.Fatalf("building wsserver: %v\n%s", err, out)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-log-level", "error")
+	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p, err := testproc.Start(cmd)
 	if err != nil {

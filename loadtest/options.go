@@ -47,7 +47,7 @@ func (c *common) register(fs *flag.FlagSet, defDuration time.Duration) {
 	fs.StringVar(&c.login, "login", "", "CONNECT login header (empty: none)")
 	fs.StringVar(&c.passcode, "passcode", "", "CONNECT passcode header (empty: none); wsserver reads a JWT here")
 	fs.StringVar(&c.topicPrefix, "topic-prefix", "/topic/loadtest.", "prefix of every destination used")
-	fs.StringVar(&c.metricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http(s)://<host of -url>/metrics; \"off\" skips scraping)")
+	fs.StringVar(&c.metricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http://<host of -url>:9090/metrics, wsserver's admin listener; \"off\" skips scraping)")
 	fs.IntVar(&c.pid, "pid", 0, "server process id on this machine, for its CPU time and RSS from /proc (0: not measured)")
 	fs.DurationVar(&c.duration, "duration", defDuration, "how long the load runs")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
@@ -113,18 +113,20 @@ func (c *common) metricsEndpoint() string {
 	return c.metricsURL
 }
 
-// metricsURLFrom derives the metrics URL from the WebSocket URL: the same
-// host and port over HTTP, path /metrics.
+// wsserverAdminPort is wsserver's default admin listener port, where its
+// /metrics is served (on loopback).
+const wsserverAdminPort = "9090"
+
+// metricsURLFrom derives the metrics URL from the WebSocket URL:
+// wsserver's default admin listener on the same host,
+// http://<host>:9090/metrics. A server whose metrics are elsewhere needs
+// -metrics-url.
 func metricsURLFrom(wsURL string) string {
 	u, err := url.Parse(wsURL)
 	if err != nil {
 		return ""
 	}
-	scheme := "http"
-	if u.Scheme == "wss" {
-		scheme = "https"
-	}
-	return (&url.URL{Scheme: scheme, Host: u.Host, Path: "/metrics"}).String()
+	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(u.Hostname(), wsserverAdminPort), Path: "/metrics"}).String()
 }
 
 // loopbackTarget reports whether the URL's host is a loopback address,

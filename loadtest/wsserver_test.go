@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,15 @@ func startStompgate(t *testing.T, limit int, hs ...handshake.Limit) string {
 	return "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"
 }
 
+// testCommon is the options of a short run against the server at url,
+// whose /metrics is on the same listener (the test servers here serve
+// both on one).
 func testCommon(url string, d time.Duration) common {
-	return common{url: url, topicPrefix: "/topic/loadtest.", duration: d, spread: true, noProgress: true}
+	c := common{url: url, topicPrefix: "/topic/loadtest.", duration: d, spread: true, noProgress: true}
+	if u, err := neturl.Parse(url); err == nil {
+		c.metricsURL = "http://" + u.Host + "/metrics"
+	}
+	return c
 }
 
 func classNamed(t *testing.T, r *report, name string) classReport {
