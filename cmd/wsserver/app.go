@@ -42,8 +42,14 @@ type app struct {
 }
 
 // newApp builds the server from settings that validate has accepted.
-func newApp(st *settings, logger *slog.Logger) (*app, error) {
+func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	a := &app{registry: metrics.NewRegistry()}
+	// Whatever was built before a failure is released once, here.
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
 	logger = redactTokens(logger)
 	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
 	if err != nil {
@@ -76,29 +82,24 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		a.redis = client
 		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client, Timeout: st.redisTimeout})
 		if err != nil {
-			a.close()
 			return nil, err
 		}
 		hcfg.Redis = rs
 	}
 	a.limiter, err = handshake.New(hcfg)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 
 	keys, err := a.newKeySource(st, logger)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 	if err := a.newSessionCaps(st, logger); err != nil {
-		a.close()
 		return nil, err
 	}
 	chain, err := newChain(st, obs, a.limiter, keys, a.caps, logger)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 	// Topic fan-out across instances: the relay is the broker's hooks
@@ -106,7 +107,6 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 	// server's relay (it publishes every SEND that passed the chain).
 	b, srvRelay, err := a.newBroker(st, obs, logger)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 	a.stomp, err = server.New(server.Config{
@@ -139,12 +139,10 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		ClientIP:             clientIP,
 	})
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
@@ -154,7 +152,6 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 		Logger:         logger,
 	}, capped)
 	if err != nil {
-		a.close()
 		return nil, err
 	}
 
