@@ -149,6 +149,7 @@ func BenchmarkRedis(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { _ = s.Close() })
 		runRedisBench(b, func(ctx context.Context, key string) error {
 			_, err := s.Allow(ctx, key, handshakeLimit)
 			return err
