@@ -79,6 +79,7 @@ func newApp(st *settings, logger *slog.Logger) (*app, error) {
 			return nil, err
 		}
 		hcfg.Redis = rs
+		a.observeHandshakePipeline(rs)
 	}
 	a.limiter, err = handshake.New(hcfg)
 	if err != nil {
