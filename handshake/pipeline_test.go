@@ -515,3 +515,24 @@ func TestRedisStoreUnpipelined(t *testing.T) {
 		t.Errorf("PipelineStats = %+v, want zero", got)
 	}
 }
+
+// The keys a call sends are the store's bucketKey and banKey.
+func TestPipelineCallKeys(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer client.Close()
+	s, err := NewRedisStore(RedisConfig{Client: client, Prefix: "app:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, key := range []string{"192.0.2.1", "2001:db8::1", "principal:alice"} {
+		c := &call{}
+		s.pipe.fill(t.Context(), c, key, handshakeLimit)
+		if want := s.bucketKey(key, handshakeLimit.Name); c.bucket != want {
+			t.Errorf("bucket key = %q, want %q", c.bucket, want)
+		}
+		if want := s.banKey(key); c.ban != want {
+			t.Errorf("ban key = %q, want %q", c.ban, want)
+		}
+	}
+}
