@@ -241,3 +241,41 @@ func redisBenchmarkEvalSha(b *testing.B, client redis.UniversalClient, addr stri
 	b.ReportMetric(p99*1000, "p99-µs")
 	return rps
 }
+
+// BenchmarkRedisCluster is BenchmarkRedis on a Redis Cluster of three
+// masters, 50 callers each: there a script may only touch one slot, so
+// the RedisStore sends one EVALSHA per decision and go-redis splits each
+// pipeline into one per master.
+func BenchmarkRedisCluster(b *testing.B) {
+	cl := testredis.StartCluster(b)
+	client := newTestClient(b, cl.URL())
+	store := func(cfg RedisConfig) func(b *testing.B) {
+		return func(b *testing.B) {
+			cfg.Client, cfg.Timeout = client, time.Second
+			s, err := NewRedisStore(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			runRedisBench(b, func(ctx context.Context, key string) error {
+				_, err := s.Allow(ctx, key, handshakeLimit)
+				return err
+			})
+			if st := s.PipelineStats(); st.Batches > 0 {
+				b.ReportMetric(float64(st.Decisions)/float64(st.Batches), "decisions/batch")
+			}
+		}
+	}
+	b.Run("RedisStore", store(RedisConfig{}))
+	b.Run("RedisStoreUnpipelined", store(RedisConfig{MaxBatch: -1}))
+	b.Run("redis_rate", func(b *testing.B) {
+		l := redis_rate.NewLimiter(client)
+		lim := redis_rate.Limit{Rate: 3, Burst: 6, Period: time.Second}
+		runRedisBench(b, func(ctx context.Context, key string) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, err := l.Allow(ctx, key, lim)
+			return err
+		})
+	})
+}
