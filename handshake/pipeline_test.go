@@ -172,6 +172,36 @@ func TestRedisStorePipelineCoalesces(t *testing.T) {
 	}
 }
 
+// A queue longer than MaxBatch goes out in batches of MaxBatch, oldest
+// first.
+func TestRedisStorePipelineMaxBatch(t *testing.T) {
+	s, g := gatedStore(t, nil, RedisConfig{MaxBatch: 3})
+	ctx := t.Context()
+	answers := []<-chan outcome{allowAsync(ctx, s, "a", handshakeLimit)}
+	g.waitHeld(t)
+	for i := range 7 {
+		answers = append(answers, allowAsync(ctx, s, "k"+strconv.Itoa(i), handshakeLimit))
+	}
+	waitQueued(t, s, 7)
+	// The counters grow as a batch is sent, before the gate holds it.
+	for _, want := range []uint64{1 + 3, 1 + 3 + 3, 1 + 3 + 3 + 1} {
+		g.release <- nil
+		g.waitHeld(t)
+		if got := s.PipelineStats().Decisions; got != want {
+			t.Fatalf("decisions sent = %d, want %d", got, want)
+		}
+	}
+	g.release <- nil
+	for _, ch := range answers {
+		if o := <-ch; o.err != nil || !o.r.Allowed {
+			t.Errorf("decision = %+v, %v; want allowed", o.r, o.err)
+		}
+	}
+	if got, want := s.PipelineStats(), (PipelineStats{Batches: 4, Decisions: 8}); got != want {
+		t.Errorf("PipelineStats = %+v, want %+v (1 + 3 + 3 + 1)", got, want)
+	}
+}
+
 // Many decisions for one key in one script are made one after the other:
 // at one instant exactly burst+1 pass, with excess 0, 1000, ... as if they
 // had been sent alone.
