@@ -5,8 +5,9 @@
 //
 // # Stores
 //
-// The state lives in Redis (RedisStore: one atomic Lua script per decision,
-// timed by Redis' own clock, shared by every instance) or in process memory
+// The state lives in Redis (RedisStore: each decision atomic in a Lua
+// script, timed by Redis' own clock, shared by every instance; concurrent
+// decisions share round trips and scripts, see RedisStore) or in process memory
 // (MemoryStore: sharded, bounded by LRU eviction like an nginx zone). The
 // Limiter puts them together: Redis first, and on a Redis error or timeout
 // the in-process store (fail open, the default) or a refusal (fail closed),

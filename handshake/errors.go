@@ -14,6 +14,12 @@ var ErrInvalidLimit = errors.New("handshake: invalid limit")
 // key. An empty key would put every caller into one shared bucket.
 var ErrEmptyKey = errors.New("handshake: empty key")
 
+// ErrQueueFull is wrapped by the error of RedisStore.Allow when
+// RedisConfig.MaxQueue decisions are already waiting for a pipeline: Redis
+// is not keeping up, and the decision is better made without it than after
+// the handshake's Timeout.
+var ErrQueueFull = errors.New("handshake: redis decision queue full")
+
 // ErrInvalidConfig is wrapped by the errors of NewMemoryStore, NewRedisStore,
 // New, Middleware and the flag parsers; the message names the setting and
 // its value.

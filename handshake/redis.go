@@ -40,6 +40,21 @@ type RedisConfig struct {
 	// Prefix starts every key the store writes. Empty means DefaultPrefix.
 	// It must not contain '{' or '}', which would change the hash tag.
 	Prefix string
+	// MaxBatch is the most decisions sent to Redis in one pipeline.
+	// Concurrent decisions are queued and sent together, one round trip
+	// for many handshakes (see RedisStore). Zero means DefaultMaxBatch;
+	// negative turns coalescing off: every decision is its own EVALSHA
+	// round trip, as Allow did before pipelining.
+	MaxBatch int
+	// MaxQueue is the most decisions waiting for a pipeline. A decision
+	// that finds the queue full fails at once with ErrQueueFull, which the
+	// Limiter treats as a Redis failure (fallback mode); PipelineStats
+	// counts it. Zero means DefaultMaxQueue; negative is an error.
+	MaxQueue int
+	// MaxPipelines is the most pipelines in flight at once, each sent by
+	// its own goroutine. Zero means DefaultMaxPipelines; negative is an
+	// error.
+	MaxPipelines int
 }
 
 // RedisStore is the limit_req algorithm (see the package documentation) run
@@ -48,12 +63,26 @@ type RedisConfig struct {
 // Redis' own clock, so every server instance sharing the Redis shares the
 // limit without races or clock skew.
 //
+// Concurrent decisions are coalesced: each caller queues its decision and
+// waits; one goroutine sends the queued decisions as one pipeline of
+// EVALSHA calls (on a Cluster client, one pipeline per node owning their
+// slots) and hands each caller its own result. The script runs once per
+// decision, so the atomicity and the answers are those of one call at a
+// time; only the round trips are shared. Each caller still waits at most
+// Timeout (or until its context ends), a failed pipeline fails only the
+// decisions it carried, and at most MaxQueue decisions wait. The goroutine
+// runs only while decisions are queued.
+//
 // A RedisStore is safe for concurrent use. It holds no connection of its
-// own; closing Client is the caller's business.
+// own; closing Client is the caller's business. Close waits for the
+// pipeline's goroutine; a store that is never closed leaves none behind
+// once its decisions are answered.
 type RedisStore struct {
 	client  redis.UniversalClient
 	timeout time.Duration
 	prefix  string
+	// pipe coalesces decisions; nil when MaxBatch is negative.
+	pipe *pipeline
 
 	// nowMs, when set, replaces Redis TIME as the clock. Tests only: it
 	// lets a timeline of requests be replayed at chosen milliseconds.
@@ -81,7 +110,46 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if strings.ContainsAny(cfg.Prefix, "{}") {
 		return nil, configErrorf("RedisConfig.Prefix %q contains a brace", cfg.Prefix)
 	}
-	return &RedisStore{client: cfg.Client, timeout: cfg.Timeout, prefix: cfg.Prefix}, nil
+	if cfg.MaxQueue < 0 {
+		return nil, configErrorf("RedisConfig.MaxQueue %d is negative", cfg.MaxQueue)
+	}
+	if cfg.MaxPipelines < 0 {
+		return nil, configErrorf("RedisConfig.MaxPipelines %d is negative", cfg.MaxPipelines)
+	}
+	if cfg.MaxPipelines == 0 {
+		cfg.MaxPipelines = DefaultMaxPipelines
+	}
+	if cfg.MaxBatch == 0 {
+		cfg.MaxBatch = DefaultMaxBatch
+	}
+	if cfg.MaxQueue == 0 {
+		cfg.MaxQueue = DefaultMaxQueue
+	}
+	s := &RedisStore{client: cfg.Client, timeout: cfg.Timeout, prefix: cfg.Prefix}
+	if cfg.MaxBatch > 0 {
+		s.pipe = newPipeline(s, cfg.MaxBatch, cfg.MaxQueue, cfg.MaxPipelines)
+	}
+	return s, nil
+}
+
+// Close waits until every queued decision is answered and the pipeline's
+// goroutine has returned. The store still decides after Close, each
+// decision in a round trip of its own. Close is idempotent and always
+// returns nil; it does not close Client.
+func (s *RedisStore) Close() error {
+	if s.pipe != nil {
+		s.pipe.close()
+	}
+	return nil
+}
+
+// PipelineStats reports what the pipeline has done so far; all zero when
+// coalescing is off (RedisConfig.MaxBatch negative).
+func (s *RedisStore) PipelineStats() PipelineStats {
+	if s.pipe == nil {
+		return PipelineStats{}
+	}
+	return s.pipe.stats()
 }
 
 // contextTimeoutEnabled reports whether c honours context deadlines on
@@ -98,7 +166,9 @@ func contextTimeoutEnabled(c redis.UniversalClient) bool {
 }
 
 // Allow decides one request for key under l in Redis. The call is bounded
-// by Timeout; on any Redis error it returns the error and no decision.
+// by Timeout; on any Redis error it returns the error and no decision, as
+// it does when ctx ends first. With coalescing on it fails with
+// ErrQueueFull (wrapped) when MaxQueue decisions are already waiting.
 func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
@@ -106,31 +176,49 @@ func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, er
 	if err := l.Validate(); err != nil {
 		return Result{}, err
 	}
+	if s.pipe != nil {
+		r, err := s.pipe.allow(ctx, key, l)
+		if err != errPipelineClosed {
+			if err != nil {
+				return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
+			}
+			return r, nil
+		}
+	}
+	return s.allowAlone(ctx, key, l)
+}
+
+// allowAlone is Allow in a round trip of its own.
+func (s *RedisStore) allowAlone(ctx context.Context, key string, l Limit) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 
 	keys := []string{s.bucketKey(key, l.Name), s.banKey(key)}
-	var vals []int64
-	var err error
+	var cmd *redis.Cmd
 	if s.nowMs != nil {
-		vals, err = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst, s.nowMs()).Int64Slice()
+		cmd = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst, s.nowMs())
 	} else {
-		vals, err = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst).Int64Slice()
+		cmd = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst)
 	}
+	r, err := decisionOf(cmd)
 	if err != nil {
 		s.followCluster()
 		return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
 	}
-	if len(vals) != 4 {
-		return Result{}, fmt.Errorf("handshake: redis decision: script returned %d values, want 4", len(vals))
+	return r, nil
+}
+
+// decisionOf reads the answer of a script of one decision.
+func decisionOf(cmd *redis.Cmd) (Result, error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return Result{}, err
 	}
-	return Result{
-		Allowed:    vals[0] == 1,
-		RetryAfter: time.Duration(vals[1]) * time.Millisecond,
-		Excess:     vals[2],
-		Store:      StoreRedis,
-		Banned:     vals[3] == 1,
-	}, nil
+	vals, ok := v.([]any)
+	if !ok || len(vals) != 4 {
+		return Result{}, fmt.Errorf("script returned %v, want 4 integers", v)
+	}
+	return decision(vals)
 }
 
 // Ban bans key for d (PX), in every zone and for every instance sharing the

@@ -85,6 +85,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 			return nil, err
 		}
 		hcfg.Redis = rs
+		a.observeHandshakePipeline(rs)
 	}
 	a.limiter, err = handshake.New(hcfg)
 	if err != nil {
