@@ -97,6 +97,12 @@
 //     calls.
 //   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
 //     runs on its in-process store because Redis is unreachable, else 0.
+//   - stompgate_handshake_redis_batches_total,
+//     stompgate_handshake_redis_batched_decisions_total and
+//     stompgate_handshake_redis_queue_full_total: the Redis store's
+//     pipelines, the decisions they carried (their ratio is the mean
+//     batch), and decisions refused because the queue was full; exposed by
+//     NewHandshakePipelineCollector when the store is in Redis.
 //
 // Session caps (per client IP at the handshake, per principal at CONNECT;
 // refusals are counted as stompgate_handshakes_total{result=
