@@ -114,7 +114,7 @@ func (s *session) endLocked(reason *CloseReason) bool {
 	}
 	s.closing = true
 	s.reason = reason
-	s.drained.Broadcast()
+	s.wakeLocked()
 	return true
 }
 

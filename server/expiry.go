@@ -20,10 +20,10 @@ func (s *session) checkExpiry(now time.Time) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing || p.Expires.Equal(s.expires) {
+	if s.closing || p.Expires.UnixNano() == s.expires {
 		return false
 	}
-	s.expires = p.Expires
+	s.expires = p.Expires.UnixNano()
 	d := p.Expires.Sub(now)
 	if s.expiry == nil {
 		s.expiry = time.AfterFunc(d, s.expiryFired)
@@ -42,7 +42,7 @@ func (s *session) expiryFired() {
 		s.mu.Unlock()
 		return
 	}
-	at := s.expires
+	at := time.Unix(0, s.expires)
 	if left := time.Until(at); left > 0 {
 		s.expiry.Reset(left)
 		s.mu.Unlock()

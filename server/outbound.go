@@ -71,7 +71,7 @@ func (s *session) slowConsumerLocked() {
 	clear(s.queue)
 	s.queue = s.queue[:0]
 	s.queuedBytes = 0
-	s.drained.Broadcast()
+	s.wakeLocked()
 	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0)
 }
 
@@ -100,6 +100,9 @@ func (s *session) reply(raw []byte) bool {
 	defer s.mu.Unlock()
 	if !s.closing && s.fullLocked(len(raw)) {
 		s.srv.cfg.Observer.ReaderPaused()
+		if s.drained == nil {
+			s.drained = sync.NewCond(&s.mu)
+		}
 		for !s.closing && s.fullLocked(len(raw)) {
 			s.drained.Wait()
 		}
@@ -109,6 +112,13 @@ func (s *session) reply(raw []byte) bool {
 	}
 	s.pushLocked(outItem{raw: raw}, len(raw))
 	return true
+}
+
+// wakeLocked wakes a reader waiting in reply for the queue to drain.
+func (s *session) wakeLocked() {
+	if s.drained != nil {
+		s.drained.Broadcast()
+	}
 }
 
 // heartBeat queues a heart-beat EOL unless something is already waiting
@@ -173,7 +183,7 @@ func (s *session) writeLoop() {
 				s.reason = ClosePanic
 			}
 			s.inflight, s.inflightB = 0, 0
-			s.drained.Broadcast()
+			s.wakeLocked()
 			s.mu.Unlock()
 		}
 	}()
@@ -248,7 +258,7 @@ func (s *session) writeLoop() {
 				s.reason = CloseClientGone
 			}
 		}
-		s.drained.Broadcast()
+		s.wakeLocked()
 		s.mu.Unlock()
 	}
 }

@@ -37,7 +37,10 @@ func (s *session) startPings() {
 	if every <= 0 {
 		return
 	}
-	p := &s.ping
+	if s.ping == nil {
+		s.ping = &pinger{}
+	}
+	p := s.ping
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped || p.timer != nil {
@@ -49,7 +52,7 @@ func (s *session) startPings() {
 // pingPeer sends one ping and waits for its pong. On a pong it arms the
 // next ping; on silence it ends the session as ClosePingTimeout.
 func (s *session) pingPeer() {
-	p := &s.ping
+	p := s.ping
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -93,7 +96,10 @@ func (s *session) pingPeer() {
 // stopPings stops the pings and waits for the one in flight to return.
 // The reader calls it as the session ends.
 func (s *session) stopPings() {
-	p := &s.ping
+	p := s.ping
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	p.stopped = true
 	if p.timer != nil {

@@ -33,29 +33,30 @@ type session struct {
 	conn *websocket.Conn
 	st   interceptor.Session
 
-	// Owned by the reader goroutine.
-	dec        *stompframe.Decoder
+	// Owned by the reader goroutine. The small fields sit together so
+	// that the struct packs tight: an idle session is mostly this struct.
 	version    stompframe.Version // written by the reader under mu; read by others under mu
 	maxVersion stompframe.Version // from the negotiated subprotocol
+	connected  atomic.Bool
+	dec        *stompframe.Decoder
 	subs       map[string]*broker.Subscription
 	txs        map[string]*transaction
 	txBytes    int                       // bytes held by all open transactions
 	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
 
-	opened    time.Time // when the WebSocket upgrade completed
-	connected atomic.Bool
+	opened    int64        // Unix nanoseconds of the WebSocket upgrade
 	lastRead  atomic.Int64 // Unix nanoseconds of the last WebSocket message read
 	lastWrite atomic.Int64 // Unix nanoseconds of the last WebSocket write
 
 	// mu guards the outbound queue and the end state below.
 	mu          sync.Mutex
+	writing     bool // a writer goroutine is running
+	closing     bool // no more frames are queued, except the final close
 	queue       []outItem
 	queuedBytes int          // bytes of the frames in queue
 	inflight    int          // frames the writer took and has not finished writing
 	inflightB   int          // their bytes
-	drained     *sync.Cond   // on mu: the writer finished a batch, or closing
-	writing     bool         // a writer goroutine is running
-	closing     bool         // no more frames are queued, except the final close
+	drained     *sync.Cond   // on mu, made when a reply first waits: the writer finished a batch, or closing
 	reason      *CloseReason // first close reason recorded
 	kind        string       // the kind of problem behind reason, for the log; may be empty
 	hbIn        *time.Timer
@@ -64,11 +65,11 @@ type session struct {
 	outEvery    time.Duration // negotiated outgoing heart-beat; 0 none
 
 	expiry  *time.Timer // ends the session when its credentials expire
-	expires time.Time   // what expiry is armed for
+	expires int64       // Unix nanoseconds expiry is armed for
 
 	writers sync.WaitGroup // the writer goroutine, when one runs
 
-	ping pinger // WebSocket pings when the client sends no heart-beats
+	ping *pinger // WebSocket pings when the client sends no heart-beats; nil until armed
 
 	// raw is the hijacked TCP connection under conn. abort closes it
 	// directly: coder/websocket's CloseNow waits, up to seconds, for a
@@ -88,14 +89,13 @@ func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) 
 		version:    stompframe.V12,
 		maxVersion: stompframe.V12,
 	}
-	s.drained = sync.NewCond(&s.mu)
 	s.st.ID = newSessionID()
 	s.st.RemoteIP = ip
 	if len(q) > 0 {
 		s.st.Query = q
 	}
-	s.opened = time.Now()
-	now := s.opened.UnixNano()
+	now := time.Now().UnixNano()
+	s.opened = now
 	s.lastRead.Store(now)
 	s.lastWrite.Store(now)
 	return s
@@ -111,7 +111,7 @@ func (s *session) serve() {
 
 	s.mu.Lock()
 	s.closing = true
-	s.drained.Broadcast()
+	s.wakeLocked()
 	if s.reason == nil {
 		s.reason = reason
 	}
@@ -160,7 +160,7 @@ func (s *session) logEnd(reason *CloseReason) {
 		"session", s.st.ID,
 		"principal", principal,
 		"ip", s.st.RemoteIP.String(),
-		"duration", time.Since(s.opened).Round(time.Millisecond),
+		"duration", time.Duration(time.Now().UnixNano()-s.opened).Round(time.Millisecond),
 		"received", c.Received, "passed", c.Passed, "dropped", c.Dropped,
 		"reason", reason.String(),
 		"detail", kind)
@@ -298,7 +298,7 @@ func (s *session) abort(reason *CloseReason) {
 	clear(s.queue)
 	s.queue = s.queue[:0]
 	s.queuedBytes = 0
-	s.drained.Broadcast()
+	s.wakeLocked()
 	s.mu.Unlock()
 	if s.raw != nil {
 		// Every read and write on the connection fails at once; the
