@@ -43,7 +43,7 @@ func TestClientIP(t *testing.T) {
 			seen := make(ipStage, 1)
 			ts := startServer(t, Config{ClientIP: tt.clientIP, Chain: interceptor.NewChain(nil, seen)})
 			c := dialRaw(t, ts.url+"?ip=2001:db8::1")
-			c.connect()
+			c.Connect()
 			if got := <-seen; got != tt.want {
 				t.Errorf("Session.RemoteIP = %v, want %v", got, tt.want)
 			}

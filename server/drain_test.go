@@ -37,7 +37,7 @@ func TestDrainSpreadsCloses(t *testing.T) {
 	clients := make([]*rawClient, 3)
 	for i := range clients {
 		clients[i] = dialRaw(t, ts.url)
-		clients[i].connect()
+		clients[i].Connect()
 	}
 	done := make(chan error, 1)
 	go func() { done <- ts.Drain(context.Background(), 5*time.Second, 600*time.Millisecond) }()
@@ -48,16 +48,16 @@ func TestDrainSpreadsCloses(t *testing.T) {
 		return nil
 	})
 	late := dialRaw(t, ts.url)
-	late.connect()
+	late.Connect()
 	close(graceDone)
 	if err := <-done; err != nil {
 		t.Fatalf("Drain: %v", err)
 	}
 	for i, c := range append(clients, late) {
-		if e := c.expect("ERROR"); e.Get("message") != "server shutting down" {
+		if e := c.Expect("ERROR"); e.Get("message") != "server shutting down" {
 			t.Fatalf("client %d: ERROR %q", i, e.Get("message"))
 		}
-		if code := c.expectClosed(); code != websocket.StatusGoingAway {
+		if code := c.ExpectClosed(); code != websocket.StatusGoingAway {
 			t.Fatalf("client %d: close %v, want 1001", i, code)
 		}
 	}

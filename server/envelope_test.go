@@ -37,13 +37,13 @@ func TestReceiptFloodBackpressure(t *testing.T) {
 	const queue, queueBytes = 256, 64 << 10
 	ts := startServer(t, Config{OutboundQueue: queue, OutboundBytes: queueBytes, ControlLimit: 1 << 30, WriteTimeout: time.Minute})
 	c := dialRaw(t, ts.url)
-	id := c.connect().Get("session")
+	id := c.Connect().Get("session")
 
 	msg := []byte(strings.Repeat("UNSUBSCRIBE\nid:nope\nreceipt:r\n\n\x00", (60<<10)/30))
 	blocked := false
 	for i := 0; i < 2000 && !blocked; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := c.ws.Write(ctx, websocket.MessageBinary, msg)
+		err := c.WS.Write(ctx, websocket.MessageBinary, msg)
 		cancel()
 		if err != nil {
 			// coder/websocket closes the connection when a write
@@ -67,9 +67,9 @@ func TestReceiptFloodBackpressure(t *testing.T) {
 	}
 	// Another session is served at once.
 	other := dialRaw(t, ts.url)
-	other.connect()
-	other.send("SUBSCRIBE\nid:0\ndestination:/topic/x\nreceipt:ok\n\n\x00")
-	other.expect("RECEIPT")
+	other.Connect()
+	other.Send("SUBSCRIBE\nid:0\ndestination:/topic/x\nreceipt:ok\n\n\x00")
+	other.Expect("RECEIPT")
 }
 
 // TestControlFrameBudget runs SUBSCRIBE/UNSUBSCRIBE churn: past the
@@ -77,17 +77,17 @@ func TestReceiptFloodBackpressure(t *testing.T) {
 func TestControlFrameBudget(t *testing.T) {
 	ts := startServer(t, Config{ControlLimit: 50, ControlWindow: time.Hour})
 	c := dialRaw(t, ts.url)
-	c.connect()
+	c.Connect()
 	var b strings.Builder
 	for range 100 {
 		b.WriteString("SUBSCRIBE\nid:1\ndestination:/topic/busy\n\n\x00UNSUBSCRIBE\nid:1\n\n\x00")
 	}
-	c.send(b.String())
-	e := c.expect("ERROR")
+	c.Send(b.String())
+	e := c.Expect("ERROR")
 	if got := e.Get("message"); got != "too many control frames" {
 		t.Fatalf("ERROR message = %q, want too many control frames", got)
 	}
-	if code := c.expectClosed(); code != websocket.StatusPolicyViolation {
+	if code := c.ExpectClosed(); code != websocket.StatusPolicyViolation {
 		t.Fatalf("close code %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
@@ -103,14 +103,14 @@ func TestControlFrameBudget(t *testing.T) {
 	// Within the budget nothing happens: 25 pairs with receipts on the
 	// last one are 50 control frames.
 	c2 := dialRaw(t, ts.url)
-	c2.connect()
+	c2.Connect()
 	b.Reset()
 	for range 24 {
 		b.WriteString("SUBSCRIBE\nid:1\ndestination:/topic/busy\n\n\x00UNSUBSCRIBE\nid:1\n\n\x00")
 	}
 	b.WriteString("SUBSCRIBE\nid:1\ndestination:/topic/busy\n\n\x00UNSUBSCRIBE\nid:1\nreceipt:done\n\n\x00")
-	c2.send(b.String())
-	c2.expect("RECEIPT")
+	c2.Send(b.String())
+	c2.Expect("RECEIPT")
 }
 
 // limitedChain is wsserver's session limiter with limit SENDs per hour, so
@@ -130,12 +130,12 @@ func limitedChain(t *testing.T, limit int) *interceptor.Chain {
 func TestCommitChargesTheLimit(t *testing.T) {
 	ts := startServer(t, Config{Chain: limitedChain(t, 20)})
 	sub := dialRaw(t, ts.url)
-	sub.connect()
-	sub.send("SUBSCRIBE\nid:0\ndestination:/topic/t\nreceipt:s\n\n\x00")
-	sub.expect("RECEIPT")
+	sub.Connect()
+	sub.Send("SUBSCRIBE\nid:0\ndestination:/topic/t\nreceipt:s\n\n\x00")
+	sub.Expect("RECEIPT")
 
 	pub := dialRaw(t, ts.url)
-	pubID := pub.connect().Get("session")
+	pubID := pub.Connect().Get("session")
 	tx := func(name string, n int, receipt string) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "BEGIN\ntransaction:%s\n\n\x00", name)
@@ -145,22 +145,22 @@ func TestCommitChargesTheLimit(t *testing.T) {
 		fmt.Fprintf(&b, "COMMIT\ntransaction:%s\nreceipt:%s\n\n\x00", name, receipt)
 		return b.String()
 	}
-	pub.send(tx("a", 15, "a-done"))
-	if r := pub.expect("RECEIPT"); r.Get("receipt-id") != "a-done" {
+	pub.Send(tx("a", 15, "a-done"))
+	if r := pub.Expect("RECEIPT"); r.Get("receipt-id") != "a-done" {
 		t.Fatalf("receipt %q, want a-done", r.Get("receipt-id"))
 	}
 	for i := range 15 {
-		if m := sub.expect("MESSAGE"); string(m.Body) != fmt.Sprintf("a-%d", i) {
+		if m := sub.Expect("MESSAGE"); string(m.Body) != fmt.Sprintf("a-%d", i) {
 			t.Fatalf("message %d: %q", i, m.Body)
 		}
 	}
 	// 5 left in the window: a commit of 10 drops all 10, silently.
-	pub.send(tx("b", 10, "b-done"))
-	pub.send("SEND\ndestination:/topic/t\nreceipt:single\n\nsingle\x00")
-	if r := pub.expect("RECEIPT"); r.Get("receipt-id") != "single" {
+	pub.Send(tx("b", 10, "b-done"))
+	pub.Send("SEND\ndestination:/topic/t\nreceipt:single\n\nsingle\x00")
+	if r := pub.Expect("RECEIPT"); r.Get("receipt-id") != "single" {
 		t.Fatalf("receipt %q, want single (the dropped COMMIT gets none)", r.Get("receipt-id"))
 	}
-	if m := sub.expect("MESSAGE"); string(m.Body) != "single" {
+	if m := sub.Expect("MESSAGE"); string(m.Body) != "single" {
 		t.Fatalf("after the dropped COMMIT the subscriber got %q, want single", m.Body)
 	}
 	s, _ := ts.reg.get(pubID)
@@ -176,20 +176,20 @@ func TestCommitChargesTheLimit(t *testing.T) {
 func TestTransactionBytesBound(t *testing.T) {
 	ts := startServer(t, Config{MaxTransactionBytes: 256 << 10})
 	c := dialRaw(t, ts.url)
-	c.connect()
+	c.Connect()
 	body := strings.Repeat("x", 60<<10)
-	c.send("BEGIN\ntransaction:t\n\n\x00")
+	c.Send("BEGIN\ntransaction:t\n\n\x00")
 	for i := 0; i < 5; i++ {
-		c.send("SEND\ndestination:/topic/t\ntransaction:t\n\n" + body + "\x00")
+		c.Send("SEND\ndestination:/topic/t\ntransaction:t\n\n" + body + "\x00")
 	}
-	e := c.expect("ERROR")
+	e := c.Expect("ERROR")
 	if got := e.Get("message"); got != "transaction too large" {
 		t.Fatalf("ERROR message = %q, want transaction too large", got)
 	}
 	if !strings.Contains(string(e.Body), "262144 bytes") {
 		t.Errorf("ERROR body %q does not name the byte bound", e.Body)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 // TestSlowConsumerByBytes sends large messages to a subscriber that does
@@ -198,16 +198,16 @@ func TestTransactionBytesBound(t *testing.T) {
 func TestSlowConsumerByBytes(t *testing.T) {
 	ts := startServer(t, Config{OutboundBytes: 512 << 10, WriteTimeout: time.Minute})
 	slow := dialRaw(t, ts.url)
-	slow.connect()
-	slow.send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
-	slow.expect("RECEIPT")
+	slow.Connect()
+	slow.Send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
+	slow.Expect("RECEIPT")
 
 	pub := dialRaw(t, ts.url)
-	pub.connect()
+	pub.Connect()
 	body := bytes.Repeat([]byte("x"), 60<<10)
 	poll.Until(t, 30*time.Second, func() error {
 		for range 20 {
-			pub.send("SEND\ndestination:/topic/big\n\n" + string(body) + "\x00")
+			pub.Send("SEND\ndestination:/topic/big\n\n" + string(body) + "\x00")
 		}
 		ts.obs.mu.Lock()
 		defer ts.obs.mu.Unlock()
@@ -216,7 +216,7 @@ func TestSlowConsumerByBytes(t *testing.T) {
 		}
 		return nil
 	})
-	if code := slow.expectClosed(); code != websocket.StatusPolicyViolation {
+	if code := slow.ExpectClosed(); code != websocket.StatusPolicyViolation {
 		t.Fatalf("slow consumer closed with %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {

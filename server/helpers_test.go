@@ -2,16 +2,13 @@ package server
 
 import (
 	"context"
-	"errors"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
-
-	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
 // testServer is a Server behind an httptest listener.
@@ -45,88 +42,11 @@ func startServer(t *testing.T, cfg Config) *testServer {
 
 // rawClient speaks STOMP by hand, for the cases a well-behaved client
 // library never produces.
-type rawClient struct {
-	t   *testing.T
-	ws  *websocket.Conn
-	dec *stompframe.Decoder
-}
+type rawClient = stomptest.Raw
 
 func dialRaw(t *testing.T, url string, protos ...string) *rawClient {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ws, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: protos})
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	ws.SetReadLimit(1 << 20)
-	t.Cleanup(func() { _ = ws.CloseNow() })
-	return &rawClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
-}
-
-func (c *rawClient) send(s string) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
-		c.t.Fatalf("write %q: %v", s, err)
-	}
-}
-
-// next returns the next frame, or nil and the error that ended the
-// connection. Heart-beat EOLs are skipped.
-func (c *rawClient) next(timeout time.Duration) (*stompframe.Frame, error) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for {
-		f, err := c.dec.Next()
-		if err != nil {
-			c.t.Fatalf("client decode: %v", err)
-		}
-		if f != nil {
-			return f.Clone(), nil
-		}
-		_, b, err := c.ws.Read(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.dec.Feed(b)
-	}
-}
-
-func (c *rawClient) expect(cmd string) *stompframe.Frame {
-	c.t.Helper()
-	f, err := c.next(5 * time.Second)
-	if err != nil {
-		c.t.Fatalf("waiting for %s: %v", cmd, err)
-	}
-	if f.Command != cmd {
-		c.t.Fatalf("got %s frame %v, want %s", f.Command, f.Headers, cmd)
-	}
-	return f
-}
-
-// expectClosed waits for the server to close the connection and returns
-// the close status.
-func (c *rawClient) expectClosed() websocket.StatusCode {
-	c.t.Helper()
-	for {
-		f, err := c.next(15 * time.Second)
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) {
-				c.t.Fatalf("connection still open")
-			}
-			return websocket.CloseStatus(err)
-		}
-		c.t.Logf("frame before close: %s %v", f.Command, f.Headers)
-	}
-}
-
-func (c *rawClient) connect() *stompframe.Frame {
-	c.t.Helper()
-	c.send("CONNECT\naccept-version:1.2\nhost:test\nheart-beat:0,0\n\n\x00")
-	return c.expect("CONNECTED")
+	return stomptest.DialRaw(t, url, protos...)
 }
 
 // countingObserver records the server's events for assertions.

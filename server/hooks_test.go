@@ -51,13 +51,13 @@ func TestOnSessionEndAndCloser(t *testing.T) {
 	}
 
 	c := dialRaw(t, url)
-	c.connect()
+	c.Connect()
 	if got := ended.Load(); got != 1 {
 		t.Fatalf("while the session is open: ended = %d, want 1", got)
 	}
-	c.send("DISCONNECT\nreceipt:bye\n\n\x00")
-	c.expect("RECEIPT")
-	c.expectClosed()
+	c.Send("DISCONNECT\nreceipt:bye\n\n\x00")
+	c.Expect("RECEIPT")
+	c.ExpectClosed()
 	poll.Until(t, 5*time.Second, func() error {
 		if e, cl := ended.Load(), cl.closed.Load(); e != 2 || cl != 1 {
 			return fmt.Errorf("ended = %d, closer = %d; want 2, 1", e, cl)
@@ -94,20 +94,20 @@ func TestSessionEndsAtTokenExpiry(t *testing.T) {
 	// Refreshed twice before expiry, the session outlives two lifetimes.
 	c := dialRaw(t, ts.url)
 	start := time.Now()
-	c.connect()
+	c.Connect()
 	for range 3 {
 		time.Sleep(250 * time.Millisecond)
-		c.send("UNSUBSCRIBE\nid:refresh\ntoken:new\nreceipt:r\n\n\x00")
-		c.expect("RECEIPT")
+		c.Send("UNSUBSCRIBE\nid:refresh\ntoken:new\nreceipt:r\n\n\x00")
+		c.Expect("RECEIPT")
 	}
-	e := c.expect("ERROR")
+	e := c.Expect("ERROR")
 	if got := e.Get("message"); got != "token expired" {
 		t.Fatalf("ERROR message = %q, want token expired", got)
 	}
 	if lived := time.Since(start); lived < 900*time.Millisecond {
 		t.Fatalf("session ended after %v, before the refreshed expiry", lived)
 	}
-	if code := c.expectClosed(); code != websocket.StatusPolicyViolation {
+	if code := c.ExpectClosed(); code != websocket.StatusPolicyViolation {
 		t.Fatalf("close code = %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
@@ -138,7 +138,7 @@ func TestSessionIDsAreRandom(t *testing.T) {
 func TestHeartBeatZeroMeansNever(t *testing.T) {
 	ts := startServer(t, Config{HeartBeatSend: 0, HeartBeatReceive: 7 * time.Second})
 	c := dialRaw(t, ts.url)
-	if got := c.connect().Get("heart-beat"); got != "0,7000" {
+	if got := c.Connect().Get("heart-beat"); got != "0,7000" {
 		t.Fatalf("CONNECTED heart-beat %q, want 0,7000", got)
 	}
 	if _, err := New(Config{HeartBeatSend: -time.Second}); err == nil || !strings.Contains(err.Error(), "HeartBeatSend") {

@@ -50,7 +50,7 @@ func TestPingTimeout(t *testing.T) {
 	var clients []*rawClient
 	for range silent {
 		c := dialRaw(t, ts.url)
-		c.connect() // heart-beat:0,0, then never reads again
+		c.Connect() // heart-beat:0,0, then never reads again
 		clients = append(clients, c)
 	}
 	poll.Until(t, 10*time.Second, func() error {
@@ -66,7 +66,7 @@ func TestPingTimeout(t *testing.T) {
 	// peer was not reading, and would never have answered one.
 	for _, c := range clients {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, _, err := c.ws.Read(ctx)
+		_, _, err := c.WS.Read(ctx)
 		cancel()
 		if err == nil || websocket.CloseStatus(err) != -1 {
 			t.Errorf("silent client's read after the ping timeout: %v, want the connection dropped without a close frame", err)

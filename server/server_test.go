@@ -86,14 +86,14 @@ func TestGoStompClient(t *testing.T) {
 func TestMessageIDsUnique(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dialRaw(t, ts.url)
-	c.connect()
-	c.send("SUBSCRIBE\nid:0\ndestination:/topic/a\n\n\x00SUBSCRIBE\nid:1\ndestination:/topic/a\nack:client-individual\n\n\x00")
+	c.Connect()
+	c.Send("SUBSCRIBE\nid:0\ndestination:/topic/a\n\n\x00SUBSCRIBE\nid:1\ndestination:/topic/a\nack:client-individual\n\n\x00")
 	for i := 0; i < 3; i++ {
-		c.send("SEND\ndestination:/topic/a\n\nx\x00")
+		c.Send("SEND\ndestination:/topic/a\n\nx\x00")
 	}
 	seen := map[string]bool{}
 	for i := 0; i < 6; i++ {
-		f := c.expect("MESSAGE")
+		f := c.Expect("MESSAGE")
 		id := f.Get("message-id")
 		key := f.Get("subscription") + "/" + id
 		if seen[key] {
@@ -105,8 +105,8 @@ func TestMessageIDsUnique(t *testing.T) {
 		}
 	}
 	// ACK of a delivered message is accepted (with a receipt to observe it).
-	c.send("ACK\nid:x\nreceipt:r1\n\n\x00")
-	if r := c.expect("RECEIPT"); r.Get("receipt-id") != "r1" {
+	c.Send("ACK\nid:x\nreceipt:r1\n\n\x00")
+	if r := c.Expect("RECEIPT"); r.Get("receipt-id") != "r1" {
 		t.Errorf("receipt-id %q", r.Get("receipt-id"))
 	}
 }
@@ -117,8 +117,8 @@ func TestMessageIDsUnique(t *testing.T) {
 func TestProtocolErrors(t *testing.T) {
 	ts := startServer(t, Config{Limits: stompframe.Limits{MaxFrameSize: 4096}})
 	bystander := dialRaw(t, ts.url)
-	bystander.connect()
-	bystander.send("SUBSCRIBE\nid:0\ndestination:/topic/ok\n\n\x00")
+	bystander.Connect()
+	bystander.Send("SUBSCRIBE\nid:0\ndestination:/topic/ok\n\n\x00")
 
 	connect := "CONNECT\naccept-version:1.2\nhost:x\n\n\x00"
 	tests := []struct {
@@ -147,10 +147,10 @@ func TestProtocolErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dialRaw(t, ts.url)
 			if tt.connect {
-				c.connect()
+				c.Connect()
 			}
-			c.send(tt.send)
-			f := c.expect("ERROR")
+			c.Send(tt.send)
+			f := c.Expect("ERROR")
 			msg, ok := f.Lookup("message")
 			if !ok || msg == "" {
 				t.Errorf("ERROR without message header: %v", f.Headers)
@@ -158,7 +158,7 @@ func TestProtocolErrors(t *testing.T) {
 			if tt.message != "" && msg != tt.message {
 				t.Errorf("message %q, want %q", msg, tt.message)
 			}
-			if code := c.expectClosed(); code == websocket.StatusNormalClosure {
+			if code := c.ExpectClosed(); code == websocket.StatusNormalClosure {
 				t.Errorf("close status %v, want an error status", code)
 			}
 		})
@@ -181,8 +181,8 @@ func TestProtocolErrors(t *testing.T) {
 	})
 
 	// The bystander was never disturbed.
-	bystander.send("SEND\ndestination:/topic/ok\n\nstill here\x00")
-	if f := bystander.expect("MESSAGE"); string(f.Body) != "still here" {
+	bystander.Send("SEND\ndestination:/topic/ok\n\nstill here\x00")
+	if f := bystander.Expect("MESSAGE"); string(f.Body) != "still here" {
 		t.Errorf("body %q", f.Body)
 	}
 }
@@ -190,7 +190,7 @@ func TestProtocolErrors(t *testing.T) {
 func TestReceiptsAndDisconnect(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dialRaw(t, ts.url)
-	c.connect()
+	c.Connect()
 	for i, fr := range []string{
 		"SUBSCRIBE\nid:0\ndestination:/topic/a\nreceipt:%d\n\n\x00",
 		"SEND\ndestination:/topic/b\nreceipt:%d\n\nx\x00",
@@ -198,16 +198,16 @@ func TestReceiptsAndDisconnect(t *testing.T) {
 		"ABORT\ntransaction:t\nreceipt:%d\n\n\x00",
 		"UNSUBSCRIBE\nid:0\nreceipt:%d\n\n\x00",
 	} {
-		c.send(fmt.Sprintf(fr, i))
-		if r := c.expect("RECEIPT"); r.Get("receipt-id") != fmt.Sprint(i) {
+		c.Send(fmt.Sprintf(fr, i))
+		if r := c.Expect("RECEIPT"); r.Get("receipt-id") != fmt.Sprint(i) {
 			t.Errorf("frame %d: receipt-id %q", i, r.Get("receipt-id"))
 		}
 	}
-	c.send("DISCONNECT\nreceipt:bye\n\n\x00")
-	if r := c.expect("RECEIPT"); r.Get("receipt-id") != "bye" {
+	c.Send("DISCONNECT\nreceipt:bye\n\n\x00")
+	if r := c.Expect("RECEIPT"); r.Get("receipt-id") != "bye" {
 		t.Errorf("DISCONNECT receipt-id %q", r.Get("receipt-id"))
 	}
-	if code := c.expectClosed(); code != websocket.StatusNormalClosure {
+	if code := c.ExpectClosed(); code != websocket.StatusNormalClosure {
 		t.Errorf("close status %v after DISCONNECT, want 1000", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
@@ -221,14 +221,14 @@ func TestReceiptsAndDisconnect(t *testing.T) {
 func TestTransactionDeliversOnCommit(t *testing.T) {
 	ts := startServer(t, Config{})
 	c := dialRaw(t, ts.url)
-	c.connect()
-	c.send("SUBSCRIBE\nid:0\ndestination:/topic/t\n\n\x00")
-	c.send("BEGIN\ntransaction:tx1\n\n\x00SEND\ndestination:/topic/t\ntransaction:tx1\n\none\x00SEND\ndestination:/topic/t\n\nnow\x00")
-	if f := c.expect("MESSAGE"); string(f.Body) != "now" {
+	c.Connect()
+	c.Send("SUBSCRIBE\nid:0\ndestination:/topic/t\n\n\x00")
+	c.Send("BEGIN\ntransaction:tx1\n\n\x00SEND\ndestination:/topic/t\ntransaction:tx1\n\none\x00SEND\ndestination:/topic/t\n\nnow\x00")
+	if f := c.Expect("MESSAGE"); string(f.Body) != "now" {
 		t.Fatalf("first delivery %q, want the non-transactional SEND", f.Body)
 	}
-	c.send("COMMIT\ntransaction:tx1\n\n\x00")
-	if f := c.expect("MESSAGE"); string(f.Body) != "one" {
+	c.Send("COMMIT\ntransaction:tx1\n\n\x00")
+	if f := c.Expect("MESSAGE"); string(f.Body) != "one" {
 		t.Fatalf("after COMMIT got %q, want one", f.Body)
 	}
 }
@@ -250,8 +250,8 @@ func TestVersionNegotiation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dialRaw(t, ts.url, tt.protos...)
-			c.send(tt.connect)
-			f := c.expect("CONNECTED")
+			c.Send(tt.connect)
+			f := c.Expect("CONNECTED")
 			if v := f.Get("version"); v != tt.want {
 				t.Errorf("version %q, want %q", v, tt.want)
 			}
@@ -271,22 +271,22 @@ func TestHeartBeats(t *testing.T) {
 
 	t.Run("server sends EOL when idle", func(t *testing.T) {
 		c := dialRaw(t, ts.url)
-		c.send("CONNECT\naccept-version:1.2\nheart-beat:0,50\n\n\x00")
-		if f := c.expect("CONNECTED"); f.Get("heart-beat") != "50,50" {
+		c.Send("CONNECT\naccept-version:1.2\nheart-beat:0,50\n\n\x00")
+		if f := c.Expect("CONNECTED"); f.Get("heart-beat") != "50,50" {
 			t.Errorf("heart-beat %q", f.Get("heart-beat"))
 		}
 		poll.Until(t, 5*time.Second, func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
-			_, b, err := c.ws.Read(ctx)
+			_, b, err := c.WS.Read(ctx)
 			if err != nil {
 				return err
 			}
-			c.dec.Feed(b)
-			if _, err := c.dec.Next(); err != nil {
+			c.Dec.Feed(b)
+			if _, err := c.Dec.Next(); err != nil {
 				return err
 			}
-			if c.dec.HeartBeats() == 0 {
+			if c.Dec.HeartBeats() == 0 {
 				return fmt.Errorf("no heart-beat yet")
 			}
 			return nil
@@ -295,9 +295,9 @@ func TestHeartBeats(t *testing.T) {
 
 	t.Run("silent client is closed", func(t *testing.T) {
 		c := dialRaw(t, ts.url)
-		c.send("CONNECT\naccept-version:1.2\nheart-beat:50,0\n\n\x00")
-		c.expect("CONNECTED")
-		c.expectClosed()
+		c.Send("CONNECT\naccept-version:1.2\nheart-beat:50,0\n\n\x00")
+		c.Expect("CONNECTED")
+		c.ExpectClosed()
 		poll.Until(t, 5*time.Second, func() error {
 			if ts.obs.closedCount(CloseHeartBeat) == 0 {
 				return fmt.Errorf("no heartbeat_timeout close recorded")
@@ -308,33 +308,33 @@ func TestHeartBeats(t *testing.T) {
 
 	t.Run("client heart-beats keep it open", func(t *testing.T) {
 		c := dialRaw(t, ts.url)
-		c.send("CONNECT\naccept-version:1.2\nheart-beat:50,0\n\n\x00")
-		c.expect("CONNECTED")
+		c.Send("CONNECT\naccept-version:1.2\nheart-beat:50,0\n\n\x00")
+		c.Expect("CONNECTED")
 		for i := 0; i < 10; i++ {
 			time.Sleep(25 * time.Millisecond)
-			c.send("\n")
+			c.Send("\n")
 		}
-		c.send("SUBSCRIBE\nid:0\ndestination:/x\nreceipt:alive\n\n\x00")
-		c.expect("RECEIPT")
+		c.Send("SUBSCRIBE\nid:0\ndestination:/x\nreceipt:alive\n\n\x00")
+		c.Expect("RECEIPT")
 	})
 }
 
 func TestConnectTimeout(t *testing.T) {
 	ts := startServer(t, Config{ConnectTimeout: 50 * time.Millisecond})
 	c := dialRaw(t, ts.url)
-	f := c.expect("ERROR")
+	f := c.Expect("ERROR")
 	if f.Get("message") != "CONNECT timeout" {
 		t.Errorf("message %q", f.Get("message"))
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 func TestSubscriptionCap(t *testing.T) {
 	ts := startServer(t, Config{MaxSubscriptions: 2})
 	c := dialRaw(t, ts.url)
-	c.connect()
-	c.send("SUBSCRIBE\nid:0\ndestination:/a\n\n\x00SUBSCRIBE\nid:1\ndestination:/b\n\n\x00SUBSCRIBE\nid:2\ndestination:/c\n\n\x00")
-	if f := c.expect("ERROR"); f.Get("message") != "too many subscriptions" {
+	c.Connect()
+	c.Send("SUBSCRIBE\nid:0\ndestination:/a\n\n\x00SUBSCRIBE\nid:1\ndestination:/b\n\n\x00SUBSCRIBE\nid:2\ndestination:/c\n\n\x00")
+	if f := c.Expect("ERROR"); f.Get("message") != "too many subscriptions" {
 		t.Errorf("message %q", f.Get("message"))
 	}
 }
@@ -344,9 +344,9 @@ func TestSubscriptionCap(t *testing.T) {
 func TestSlowConsumer(t *testing.T) {
 	ts := startServer(t, Config{OutboundQueue: 8, WriteTimeout: 200 * time.Millisecond})
 	slow := dialRaw(t, ts.url)
-	slow.connect()
-	slow.send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
-	slow.expect("RECEIPT")
+	slow.Connect()
+	slow.Send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
+	slow.Expect("RECEIPT")
 
 	pub := stomptest.Dial(t, ts.url)
 	body := bytes.Repeat([]byte("x"), 60<<10)
@@ -376,7 +376,7 @@ func TestShutdown(t *testing.T) {
 	clients := make([]*rawClient, 3)
 	for i := range clients {
 		clients[i] = dialRaw(t, ts.url)
-		clients[i].connect()
+		clients[i].Connect()
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -385,11 +385,11 @@ func TestShutdown(t *testing.T) {
 		done <- ts.Shutdown(ctx)
 	}()
 	for _, c := range clients {
-		f := c.expect("ERROR")
+		f := c.Expect("ERROR")
 		if f.Get("message") != "server shutting down" {
 			t.Errorf("message %q", f.Get("message"))
 		}
-		if code := c.expectClosed(); code != websocket.StatusGoingAway {
+		if code := c.ExpectClosed(); code != websocket.StatusGoingAway {
 			t.Errorf("close %v, want 1001", code)
 		}
 	}

@@ -34,16 +34,16 @@ type watcher struct {
 func watch(t *testing.T, url, dest string) *watcher {
 	t.Helper()
 	c := dialRaw(t, url)
-	c.connect()
-	c.send("SUBSCRIBE\nid:0\ndestination:" + dest + "\nreceipt:sub\n\n\x00")
-	c.expect("RECEIPT")
-	w := &watcher{ws: c.ws, msgs: make(chan typedMessage, 16), done: make(chan error, 1)}
+	c.Connect()
+	c.Send("SUBSCRIBE\nid:0\ndestination:" + dest + "\nreceipt:sub\n\n\x00")
+	c.Expect("RECEIPT")
+	w := &watcher{ws: c.WS, msgs: make(chan typedMessage, 16), done: make(chan error, 1)}
 	stop := make(chan struct{})
 	ended := make(chan struct{})
 	go func() {
 		defer close(ended)
 		for {
-			typ, b, err := c.ws.Read(context.Background())
+			typ, b, err := c.WS.Read(context.Background())
 			if err != nil {
 				w.done <- err
 				close(w.msgs)
@@ -58,7 +58,7 @@ func watch(t *testing.T, url, dest string) *watcher {
 	}()
 	t.Cleanup(func() {
 		close(stop)
-		_ = c.ws.CloseNow()
+		_ = c.WS.CloseNow()
 		<-ended
 	})
 	return w
@@ -112,21 +112,21 @@ func TestInvalidUTF8(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := dialRaw(t, ts.url)
-			c.connect()
+			c.Connect()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			if err := c.ws.Write(ctx, tt.typ, []byte(tt.frame)); err != nil {
+			if err := c.WS.Write(ctx, tt.typ, []byte(tt.frame)); err != nil {
 				t.Fatalf("write: %v", err)
 			}
-			typ, b, err := c.ws.Read(ctx)
+			typ, b, err := c.WS.Read(ctx)
 			if err != nil {
 				t.Fatalf("waiting for ERROR: %v", err)
 			}
 			if typ != websocket.MessageText || !utf8.Valid(b) {
 				t.Errorf("ERROR came in a %v message, valid UTF-8 %v; want a UTF-8 text message", typ, utf8.Valid(b))
 			}
-			c.dec.Feed(b)
-			f, err := c.dec.Next()
+			c.Dec.Feed(b)
+			f, err := c.Dec.Next()
 			if err != nil || f == nil || f.Command != stompframe.CommandError {
 				t.Fatalf("got %v, %v; want an ERROR frame", f, err)
 			}
@@ -136,7 +136,7 @@ func TestInvalidUTF8(t *testing.T) {
 			if _, ok := f.Lookup("receipt-id"); ok {
 				t.Errorf("ERROR echoes a receipt-id the server could not read as UTF-8: %v", f.Headers)
 			}
-			if code := c.expectClosed(); code != tt.wantCode {
+			if code := c.ExpectClosed(); code != tt.wantCode {
 				t.Errorf("close status %v, want %v", code, tt.wantCode)
 			}
 		})
@@ -158,15 +158,15 @@ func TestInvalidUTF8(t *testing.T) {
 	// Then a UTF-8 message arrives as text. The bystander saw nothing of
 	// the attacks before them.
 	sender := dialRaw(t, ts.url)
-	sender.connect()
+	sender.Connect()
 	binaryBody := "\xff\xfe\x00binary"
 	frame := fmt.Sprintf("SEND\ndestination:%s\nx-player:\u00fcn\u00efc\u00f6d\u00e9\ncontent-length:%d\n\n%s\x00", room, len(binaryBody), binaryBody)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := sender.ws.Write(ctx, websocket.MessageBinary, []byte(frame)); err != nil {
+	if err := sender.WS.Write(ctx, websocket.MessageBinary, []byte(frame)); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	sender.send("SEND\ndestination:" + room + "\n\nstill here \u2713\x00")
+	sender.Send("SEND\ndestination:" + room + "\n\nstill here \u2713\x00")
 
 	var bodies []string
 	dec := stompframe.NewDecoder(stompframe.Limits{})
@@ -221,19 +221,19 @@ func TestErrorFrameIsUTF8(t *testing.T) {
 		detail:  "you sent caf\xe9",
 	})})
 	c := dialRaw(t, ts.url)
-	c.connect()
-	c.send("SEND\ndestination:/topic/a\n\nhi\x00")
+	c.Connect()
+	c.Send("SEND\ndestination:/topic/a\n\nhi\x00")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	typ, b, err := c.ws.Read(ctx)
+	typ, b, err := c.WS.Read(ctx)
 	if err != nil {
 		t.Fatalf("waiting for ERROR: %v", err)
 	}
 	if typ != websocket.MessageText || !utf8.Valid(b) {
 		t.Fatalf("ERROR came in a %v message %q; want a UTF-8 text message", typ, b)
 	}
-	c.dec.Feed(b)
-	f, err := c.dec.Next()
+	c.Dec.Feed(b)
+	f, err := c.Dec.Next()
 	if err != nil || f == nil {
 		t.Fatalf("got %v, %v; want an ERROR frame", f, err)
 	}
@@ -243,7 +243,7 @@ func TestErrorFrameIsUTF8(t *testing.T) {
 	if got, want := string(f.Body), "you sent caf\ufffd"; got != want {
 		t.Errorf("body %q, want %q", got, want)
 	}
-	_, _, err = c.ws.Read(ctx)
+	_, _, err = c.WS.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) {
 		t.Fatalf("after ERROR: %v, want a close frame", err)

@@ -23,17 +23,17 @@ func backlog(t *testing.T, n, size int) (sizes, frames []int) {
 	t.Helper()
 	ts := startServer(t, Config{OutboundQueue: 4 * n, OutboundBytes: 64 << 20, WriteTimeout: time.Minute})
 	sub := dialRaw(t, ts.url)
-	id := sub.connect().Get("session")
-	sub.send("SUBSCRIBE\nid:0\ndestination:/topic/w\nreceipt:s\n\n\x00")
-	sub.expect("RECEIPT")
+	id := sub.Connect().Get("session")
+	sub.Send("SUBSCRIBE\nid:0\ndestination:/topic/w\nreceipt:s\n\n\x00")
+	sub.Expect("RECEIPT")
 	pub := dialRaw(t, ts.url)
-	pub.connect()
+	pub.Connect()
 	body := strings.Repeat("b", size)
 	var msg strings.Builder
 	for i := range n {
 		fmt.Fprintf(&msg, "SEND\ndestination:/topic/w\n\n%s\x00", body)
 		if msg.Len() > 32<<10 || i == n-1 {
-			pub.send(msg.String())
+			pub.Send(msg.String())
 			msg.Reset()
 		}
 	}
@@ -47,7 +47,7 @@ func backlog(t *testing.T, n, size int) (sizes, frames []int) {
 	got := 0
 	for got < n {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, b, err := sub.ws.Read(ctx)
+		_, b, err := sub.WS.Read(ctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("after %d of %d messages: %v", got, n, err)
@@ -124,14 +124,14 @@ func TestShutdownDeadlineAborts(t *testing.T) {
 	ts := startServer(t, Config{WriteTimeout: time.Minute})
 	srv := ts.Server
 	stuck := dialRaw(t, ts.url)
-	stuck.connect()
-	stuck.send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
-	stuck.expect("RECEIPT")
+	stuck.Connect()
+	stuck.Send("SUBSCRIBE\nid:0\ndestination:/topic/big\nreceipt:s\n\n\x00")
+	stuck.Expect("RECEIPT")
 	pub := dialRaw(t, ts.url)
-	pub.connect()
+	pub.Connect()
 	body := bytes.Repeat([]byte("x"), 60<<10)
 	for range 200 {
-		pub.send("SEND\ndestination:/topic/big\n\n" + string(body) + "\x00")
+		pub.Send("SEND\ndestination:/topic/big\n\n" + string(body) + "\x00")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -142,9 +142,9 @@ func TestShutdownDeadlineAborts(t *testing.T) {
 		t.Fatalf("%d sessions left after Shutdown returned", n)
 	}
 	// The stuck client sees its connection dropped, not closed cleanly.
-	_, _, rerr := stuck.ws.Read(context.Background())
+	_, _, rerr := stuck.WS.Read(context.Background())
 	for rerr == nil {
-		_, _, rerr = stuck.ws.Read(context.Background())
+		_, _, rerr = stuck.WS.Read(context.Background())
 	}
 	if code := websocket.CloseStatus(rerr); code == websocket.StatusGoingAway {
 		t.Fatalf("the stuck session completed a close handshake (%v); want the connection dropped", rerr)

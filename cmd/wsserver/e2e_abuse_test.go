@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
 // TestAbuseEscalationBans: with escalation on, a session that keeps
@@ -21,14 +21,14 @@ func TestAbuseEscalationBans(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, describe(resp))
 	}
-	c := &frameClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
-	c.send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
-	if f := c.next(); f.Command != "CONNECTED" {
+	c := stomptest.NewRaw(t, ws)
+	c.Send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
+	if f := c.Read(); f.Command != "CONNECTED" {
 		t.Fatalf("got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 	// 2 pass, the next 5 are dropped; the 5th drop escalates.
-	c.send(strings.Repeat("SEND\ndestination:/topic/e2e.abuse\n\nx\x00", 10))
-	f := c.next()
+	c.Send(strings.Repeat("SEND\ndestination:/topic/e2e.abuse\n\nx\x00", 10))
+	f := c.Read()
 	if f.Command != "ERROR" || f.Get("message") != "rate limit exceeded" {
 		t.Fatalf("got %s %v, want ERROR with message \"rate limit exceeded\"", f.Command, f.Headers)
 	}

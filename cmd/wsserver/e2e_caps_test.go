@@ -141,8 +141,8 @@ func TestSessionCapAcrossInstances(t *testing.T) {
 	var clients []*frameClient
 	for i := range capMax {
 		c := dialFrom(t, bases[i], ip)
-		c.send(connectFrame(""))
-		if f := c.next(); f.Command != "CONNECTED" {
+		c.Send(connectFrame(""))
+		if f := c.Read(); f.Command != "CONNECTED" {
 			t.Fatalf("session %d: got %s %v, want CONNECTED", i+1, f.Command, f.Headers)
 		}
 		clients = append(clients, c)
@@ -153,8 +153,8 @@ func TestSessionCapAcrossInstances(t *testing.T) {
 	dialFrom(t, bases[0], "203.0.113.8") // another address: its own slots
 
 	// The session on instance B ends; instance C admits the address again.
-	clients[1].send("DISCONNECT\nreceipt:bye\n\n\x00")
-	if f := clients[1].next(); f.Command != "RECEIPT" {
+	clients[1].Send("DISCONNECT\nreceipt:bye\n\n\x00")
+	if f := clients[1].Read(); f.Command != "RECEIPT" {
 		t.Fatalf("DISCONNECT: got %s, want RECEIPT", f.Command)
 	}
 	waitFor(t, clientTimeout, func() error {
@@ -190,8 +190,8 @@ func TestSessionCapKilledInstance(t *testing.T) {
 	const ip = "203.0.113.9"
 	for i := range capMax {
 		c := dialFrom(t, child, ip)
-		c.send(connectFrame(""))
-		if f := c.next(); f.Command != "CONNECTED" {
+		c.Send(connectFrame(""))
+		if f := c.Read(); f.Command != "CONNECTED" {
 			t.Fatalf("session %d on the process: got %s, want CONNECTED", i+1, f.Command)
 		}
 	}
@@ -239,19 +239,19 @@ func TestPrincipalSessionCap(t *testing.T) {
 	connect := func(base, ip, token string) *frameClient {
 		t.Helper()
 		c := dialFrom(t, base, ip)
-		c.send(connectFrame(token))
+		c.Send(connectFrame(token))
 		return c
 	}
 	a1 := connect(bases[0], "10.2.0.1", alice)
-	if f := a1.next(); f.Command != "CONNECTED" {
+	if f := a1.Read(); f.Command != "CONNECTED" {
 		t.Fatalf("alice on A: got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 	a2 := connect(bases[1], "10.2.0.2", alice)
-	if f := a2.next(); f.Command != "CONNECTED" {
+	if f := a2.Read(); f.Command != "CONNECTED" {
 		t.Fatalf("alice on B: got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 	a3 := connect(bases[0], "10.2.0.3", alice)
-	f := a3.next()
+	f := a3.Read()
 	if f.Command != "ERROR" || f.Get("message") != "too many sessions" {
 		t.Fatalf("alice's third session: got %s %v, want ERROR \"too many sessions\"", f.Command, f.Headers)
 	}
@@ -259,12 +259,12 @@ func TestPrincipalSessionCap(t *testing.T) {
 		t.Errorf("ERROR body %q does not say the cap", f.Body)
 	}
 	expectClosed(t, a3)
-	if f := connect(bases[0], "10.2.0.3", signToken(t, secret, "bob")).next(); f.Command != "CONNECTED" {
+	if f := connect(bases[0], "10.2.0.3", signToken(t, secret, "bob")).Read(); f.Command != "CONNECTED" {
 		t.Fatalf("bob: got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 
-	a2.send("DISCONNECT\nreceipt:bye\n\n\x00")
-	if f := a2.next(); f.Command != "RECEIPT" {
+	a2.Send("DISCONNECT\nreceipt:bye\n\n\x00")
+	if f := a2.Read(); f.Command != "RECEIPT" {
 		t.Fatalf("DISCONNECT: got %s, want RECEIPT", f.Command)
 	}
 	waitFor(t, clientTimeout, func() error {
@@ -274,7 +274,7 @@ func TestPrincipalSessionCap(t *testing.T) {
 		}
 		return nil
 	})
-	if f := connect(bases[0], "10.2.0.4", alice).next(); f.Command != "CONNECTED" {
+	if f := connect(bases[0], "10.2.0.4", alice).Read(); f.Command != "CONNECTED" {
 		t.Fatalf("alice after a DISCONNECT: got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 	waitFor(t, clientTimeout, func() error {

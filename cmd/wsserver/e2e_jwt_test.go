@@ -25,7 +25,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
 // e2eSecret is the -jwt-secret of the token lifetime tests.
@@ -161,9 +161,9 @@ func rawClient(t *testing.T, base, token string) *frameClient {
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, describe(resp))
 	}
-	c := &frameClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
-	c.send(connectFrame(token))
-	if f := c.next(); f.Command != "CONNECTED" {
+	c := stomptest.NewRaw(t, ws)
+	c.Send(connectFrame(token))
+	if f := c.Read(); f.Command != "CONNECTED" {
 		t.Fatalf("got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 	return c
@@ -196,12 +196,12 @@ func TestTokenRefreshFrames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := rawClient(t, base, alice)
-			c.send(refreshFrame("ok", tokenFor(t, jwt.SigningMethodHS256, key, "", "alice", hour.Add(time.Minute))))
-			if f := c.next(); f.Command != "RECEIPT" || f.Get("receipt-id") != "ok" {
+			c.Send(refreshFrame("ok", tokenFor(t, jwt.SigningMethodHS256, key, "", "alice", hour.Add(time.Minute))))
+			if f := c.Read(); f.Command != "RECEIPT" || f.Get("receipt-id") != "ok" {
 				t.Fatalf("valid refresh: got %s %v, want RECEIPT ok", f.Command, f.Headers)
 			}
-			c.send(refreshFrame("bad", tt.token))
-			f := c.next()
+			c.Send(refreshFrame("bad", tt.token))
+			f := c.Read()
 			if f.Command != "ERROR" || f.Get("message") != "invalid credentials" {
 				t.Fatalf("got %s %v, want ERROR \"invalid credentials\"", f.Command, f.Headers)
 			}
@@ -255,8 +255,8 @@ func TestRS256ViaJWKS(t *testing.T) {
 
 	hour := time.Now().Add(time.Hour)
 	c := rawClient(t, base, tokenFor(t, jwt.SigningMethodRS256, key, "k1", "carol", hour))
-	c.send(refreshFrame("r1", tokenFor(t, jwt.SigningMethodRS256, key, "k1", "carol", hour.Add(time.Hour))))
-	if f := c.next(); f.Command != "RECEIPT" {
+	c.Send(refreshFrame("r1", tokenFor(t, jwt.SigningMethodRS256, key, "k1", "carol", hour.Add(time.Hour))))
+	if f := c.Read(); f.Command != "RECEIPT" {
 		t.Fatalf("RS256 refresh: got %s %v, want RECEIPT", f.Command, f.Headers)
 	}
 	sc := dialStomp(t, wsURL(base), stomp.ConnOpt.Login("e2e", tokenFor(t, jwt.SigningMethodRS256, key, "k1", "dave", hour)))
@@ -278,8 +278,8 @@ func TestRS256ViaJWKS(t *testing.T) {
 	} {
 		ip++
 		c := dialFrom(t, base, fmt.Sprintf("10.0.1.%d", ip))
-		c.send(connectFrame(tok))
-		if f := c.next(); f.Command != "ERROR" || f.Get("message") != "invalid credentials" {
+		c.Send(connectFrame(tok))
+		if f := c.Read(); f.Command != "ERROR" || f.Get("message") != "invalid credentials" {
 			t.Errorf("%s: got %s %v, want ERROR \"invalid credentials\"", name, f.Command, f.Headers)
 		}
 		expectClosed(t, c)
@@ -315,16 +315,16 @@ func TestES256ViaPEMFile(t *testing.T) {
 	short := tokenFor(t, jwt.SigningMethodES256, key, "", "erin", shortExpiry())
 	kept := rawClient(t, base, short)
 	ended := rawClient(t, base, short)
-	kept.send(refreshFrame("r1", tokenFor(t, jwt.SigningMethodES256, key, "", "erin", time.Now().Add(time.Hour))))
-	if f := kept.next(); f.Command != "RECEIPT" {
+	kept.Send(refreshFrame("r1", tokenFor(t, jwt.SigningMethodES256, key, "", "erin", time.Now().Add(time.Hour))))
+	if f := kept.Read(); f.Command != "RECEIPT" {
 		t.Fatalf("ES256 refresh: got %s %v, want RECEIPT", f.Command, f.Headers)
 	}
-	if f := ended.next(); f.Command != "ERROR" || f.Get("message") != "token expired" {
+	if f := ended.Read(); f.Command != "ERROR" || f.Get("message") != "token expired" {
 		t.Fatalf("unrefreshed session: got %s %v, want ERROR \"token expired\"", f.Command, f.Headers)
 	}
 	expectClosed(t, ended)
-	kept.send("SEND\ndestination:/topic/e2e.pem\nreceipt:r2\n\nstill here\x00")
-	if f := kept.next(); f.Command != "RECEIPT" || f.Get("receipt-id") != "r2" {
+	kept.Send("SEND\ndestination:/topic/e2e.pem\nreceipt:r2\n\nstill here\x00")
+	if f := kept.Read(); f.Command != "RECEIPT" || f.Get("receipt-id") != "r2" {
 		t.Fatalf("refreshed session after the first exp: got %s %v, want RECEIPT r2", f.Command, f.Headers)
 	}
 }
@@ -420,18 +420,18 @@ func TestNoTokenInLogs(t *testing.T) {
 	}
 	// A refused CONNECT, its token in the URL.
 	c := dialQuery(t, base, bad)
-	c.send("CONNECT\naccept-version:1.2\nhost:e2e\n\n\x00")
-	if f := c.next(); f.Command != "ERROR" {
+	c.Send("CONNECT\naccept-version:1.2\nhost:e2e\n\n\x00")
+	if f := c.Read(); f.Command != "ERROR" {
 		t.Fatalf("CONNECT with a bad token: got %s, want ERROR", f.Command)
 	}
 	expectClosed(t, c)
 	// An accepted one that then expires.
 	c = dialQuery(t, base, good)
-	c.send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
-	if f := c.next(); f.Command != "CONNECTED" || f.Get("user-name") != "alice" {
+	c.Send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
+	if f := c.Read(); f.Command != "CONNECTED" || f.Get("user-name") != "alice" {
 		t.Fatalf("CONNECT with a good token: got %s %v, want CONNECTED as alice", f.Command, f.Headers)
 	}
-	if f := c.next(); f.Command != "ERROR" || f.Get("message") != "token expired" {
+	if f := c.Read(); f.Command != "ERROR" || f.Get("message") != "token expired" {
 		t.Fatalf("got %s %v, want ERROR \"token expired\"", f.Command, f.Headers)
 	}
 	expectClosed(t, c)
@@ -462,7 +462,7 @@ func dialQuery(t *testing.T, base, token string) *frameClient {
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, describe(resp))
 	}
-	return &frameClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
+	return stomptest.NewRaw(t, ws)
 }
 
 // syncWriter is an io.Writer for the program's log, read while it runs.

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
 
-	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
 // TestSessionLimitEndToEnd is the product's acceptance check of the
@@ -168,9 +166,9 @@ func TestDroppedFramesGetNoReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dial: %v (%s)", err, describe(resp))
 	}
-	c := &frameClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
-	c.send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
-	if f := c.next(); f.Command != "CONNECTED" {
+	c := stomptest.NewRaw(t, ws)
+	c.Send("CONNECT\naccept-version:1.2\nhost:e2e\nheart-beat:0,0\n\n\x00")
+	if f := c.Read(); f.Command != "CONNECTED" {
 		t.Fatalf("got %s %v, want CONNECTED", f.Command, f.Headers)
 	}
 
@@ -180,15 +178,15 @@ func TestDroppedFramesGetNoReceipt(t *testing.T) {
 	for i := range sent {
 		burst = fmt.Appendf(burst, "SEND\ndestination:/topic/e2e.receipts\nreceipt:r%d\n\nbody\x00", i)
 	}
-	c.send(string(burst))
+	c.Send(string(burst))
 
 	// After the window has passed, a SEND is acknowledged again; its
 	// RECEIPT comes after those of the burst, if any.
 	time.Sleep(1100 * time.Millisecond)
-	c.send("SEND\ndestination:/topic/e2e.receipts\nreceipt:after-window\n\nbody\x00")
+	c.Send("SEND\ndestination:/topic/e2e.receipts\nreceipt:after-window\n\nbody\x00")
 	var got []string
 	for {
-		f := c.next()
+		f := c.Read()
 		if f.Command != "RECEIPT" {
 			t.Fatalf("got %s %v, want only RECEIPT frames", f.Command, f.Headers)
 		}
@@ -204,39 +202,4 @@ func TestDroppedFramesGetNoReceipt(t *testing.T) {
 }
 
 // frameClient speaks STOMP by hand over a WebSocket.
-type frameClient struct {
-	t   *testing.T
-	ws  *websocket.Conn
-	dec *stompframe.Decoder
-}
-
-func (c *frameClient) send(s string) {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	if err := c.ws.Write(ctx, websocket.MessageText, []byte(s)); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-// next returns the next frame, skipping heart-beat EOLs; it fails the
-// test if none arrives within clientTimeout.
-func (c *frameClient) next() *stompframe.Frame {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-	defer cancel()
-	for {
-		f, err := c.dec.Next()
-		if err != nil {
-			c.t.Fatalf("decoding a server frame: %v", err)
-		}
-		if f != nil {
-			return f.Clone()
-		}
-		_, b, err := c.ws.Read(ctx)
-		if err != nil {
-			c.t.Fatalf("reading: %v", err)
-		}
-		c.dec.Feed(b)
-	}
-}
+type frameClient = stomptest.Raw

@@ -12,7 +12,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/stompgate/stompgate/internal/stomptest"
-	"github.com/stompgate/stompgate/stompframe"
 )
 
 // TestPrincipalBanFollowsAcrossIPs: a session escalated for abuse bans its
@@ -30,12 +29,12 @@ func TestPrincipalBanFollowsAcrossIPs(t *testing.T) {
 
 	// Session 1, from 10.0.0.1: flood until escalation.
 	c := dialFrom(t, base, "10.0.0.1")
-	c.send(connectFrame(mallory))
-	if f := c.next(); f.Command != "CONNECTED" || f.Get("user-name") != "mallory" {
+	c.Send(connectFrame(mallory))
+	if f := c.Read(); f.Command != "CONNECTED" || f.Get("user-name") != "mallory" {
 		t.Fatalf("got %s %v, want CONNECTED for mallory", f.Command, f.Headers)
 	}
-	c.send(strings.Repeat("SEND\ndestination:/topic/e2e.ban\n\nx\x00", 10))
-	if f := c.next(); f.Command != "ERROR" || f.Get("message") != "rate limit exceeded" {
+	c.Send(strings.Repeat("SEND\ndestination:/topic/e2e.ban\n\nx\x00", 10))
+	if f := c.Read(); f.Command != "ERROR" || f.Get("message") != "rate limit exceeded" {
 		t.Fatalf("got %s %v, want ERROR with message \"rate limit exceeded\"", f.Command, f.Headers)
 	}
 	expectClosed(t, c)
@@ -43,8 +42,8 @@ func TestPrincipalBanFollowsAcrossIPs(t *testing.T) {
 	// Session 2, same principal from 10.0.0.2: the handshake passes, the
 	// CONNECT does not.
 	c = dialFrom(t, base, "10.0.0.2")
-	c.send(connectFrame(mallory))
-	f := c.next()
+	c.Send(connectFrame(mallory))
+	f := c.Read()
 	if f.Command != "ERROR" || f.Get("message") != "banned" {
 		t.Fatalf("got %s %v, want ERROR with message \"banned\"", f.Command, f.Headers)
 	}
@@ -55,8 +54,8 @@ func TestPrincipalBanFollowsAcrossIPs(t *testing.T) {
 
 	// Session 3, another principal from 10.0.0.2: not banned.
 	c = dialFrom(t, base, "10.0.0.2")
-	c.send(connectFrame(signToken(t, secret, "alice")))
-	if f := c.next(); f.Command != "CONNECTED" || f.Get("user-name") != "alice" {
+	c.Send(connectFrame(signToken(t, secret, "alice")))
+	if f := c.Read(); f.Command != "CONNECTED" || f.Get("user-name") != "alice" {
 		t.Fatalf("got %s %v, want CONNECTED for alice", f.Command, f.Headers)
 	}
 
@@ -122,7 +121,7 @@ func dialFrom(t *testing.T, base, ip string) *frameClient {
 	if err != nil {
 		t.Fatalf("dial from %s: %v (%s)", ip, err, describe(resp))
 	}
-	return &frameClient{t: t, ws: ws, dec: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})}
+	return stomptest.NewRaw(t, ws)
 }
 
 // expectClosed fails the test unless the server has closed c's
@@ -131,7 +130,7 @@ func expectClosed(t *testing.T, c *frameClient) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	if _, _, err := c.ws.Read(ctx); err == nil {
+	if _, _, err := c.WS.Read(ctx); err == nil {
 		t.Fatal("connection still open after the ERROR")
 	} else if s := websocket.CloseStatus(err); s != websocket.StatusPolicyViolation {
 		t.Fatalf("close status %v (%v), want %v", s, err, websocket.StatusPolicyViolation)
