@@ -78,3 +78,47 @@ func ExampleChain() {
 	// principal: anonymous-1
 	// received 6 = passed 4 + dropped 2
 }
+
+// quietRoom is a stage with per-session state: it lets each session send
+// to at most two distinct destinations, and keeps the ones it saw in the
+// session (Session.SetValue) under a key type of its own.
+type quietRoom struct{}
+
+type quietRoomKey struct{}
+
+func (quietRoom) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Time) interceptor.Result {
+	if f.Command != stompframe.CommandSend {
+		return interceptor.Continue()
+	}
+	seen, _ := s.Value(quietRoomKey{}).(map[string]bool)
+	if seen == nil {
+		seen = map[string]bool{}
+		s.SetValue(quietRoomKey{}, seen)
+	}
+	dest := f.Get("destination")
+	if !seen[dest] && len(seen) == 2 {
+		return interceptor.DropFrame("too_many_rooms")
+	}
+	seen[dest] = true
+	return interceptor.Continue()
+}
+
+// ExampleSession_SetValue shows a custom stage keeping state per session.
+func ExampleSession_SetValue() {
+	chain := interceptor.NewChain(nil, quietRoom{})
+	send := func(dest string) *stompframe.Frame {
+		return &stompframe.Frame{Command: stompframe.CommandSend, Headers: []stompframe.Header{{Name: "destination", Value: dest}}}
+	}
+	alice, bob := &interceptor.Session{ID: "a"}, &interceptor.Session{ID: "b"}
+	now := time.Date(2026, time.January, 2, 15, 4, 5, 0, time.UTC)
+	for _, d := range []string{"/topic/1", "/topic/2", "/topic/3", "/topic/1"} {
+		fmt.Println("alice", d, chain.Handle(alice, send(d), now).Outcome)
+	}
+	fmt.Println("bob /topic/3", chain.Handle(bob, send("/topic/3"), now).Outcome)
+	// Output:
+	// alice /topic/1 pass
+	// alice /topic/2 pass
+	// alice /topic/3 drop
+	// alice /topic/1 pass
+	// bob /topic/3 pass
+}

@@ -35,7 +35,42 @@ type Session struct {
 	abuseStart int64 // Unix nanoseconds
 	abuseDrops int
 
+	// values is the per-session state of stages a program adds (Value,
+	// SetValue): a short list, since a chain has a handful of stages.
+	values []sessionValue
+
 	received, passed, dropped, pending atomic.Uint64
+}
+
+type sessionValue struct {
+	key, value any
+}
+
+// Value returns what a stage stored for this session under key with
+// SetValue, or nil. A stage of a program's own keeps its per-session
+// state here, keyed by an unexported type of its own (as context keys
+// are), instead of in a map of its own beside the server's. Like
+// everything a stage does, it is called on the session's reader
+// goroutine, so it needs no lock.
+func (s *Session) Value(key any) any {
+	for _, v := range s.values {
+		if v.key == key {
+			return v.value
+		}
+	}
+	return nil
+}
+
+// SetValue stores value for this session under key, replacing what was
+// there; it goes away with the session. See Value.
+func (s *Session) SetValue(key, value any) {
+	for i := range s.values {
+		if s.values[i].key == key {
+			s.values[i].value = value
+			return
+		}
+	}
+	s.values = append(s.values, sessionValue{key, value})
 }
 
 // Counts is a snapshot of a session's frame accounting. Received equals
