@@ -173,7 +173,7 @@ func TestHotPathAllocations(t *testing.T) {
 		{"Delivered hit", func() { m.Delivered("/topic/p49.x", 3) }},
 		{"Delivered miss", func() { m.Delivered("/queue/x", 3) }},
 		{"ProtocolErrorClose", func() { m.ProtocolErrorClose("frame_too_large") }},
-		{"Handshake", func() { m.Handshake(HandshakeAccepted) }},
+		{"Handshake", func() { m.Handshake(server.HandshakeAccepted) }},
 		{"LimiterDecision", func() { m.LimiterDecision("memory", time.Millisecond) }},
 		{"LimiterStoreError", func() { m.LimiterStoreError("redis") }},
 		{"SetLimiterFallback", func() { m.SetLimiterFallback(true) }},

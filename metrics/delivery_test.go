@@ -70,7 +70,7 @@ func TestBoundedCardinality(t *testing.T) {
 
 	// The series New creates: one per label value of every metric.
 	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses
-		numHandshakeResults + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
+		len(server.HandshakeResults()) + 1 + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + numProtocolErrorKinds + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
@@ -105,7 +105,7 @@ func TestBoundedCardinality(t *testing.T) {
 		m.ProtocolErrorClose(word())
 		m.LimiterDecision(word(), time.Duration(rng.Int64N(int64(time.Second))))
 		m.LimiterStoreError(word())
-		m.Handshake(HandshakeResult(rng.IntN(256)))
+		m.Handshake(&server.HandshakeResult{})
 		m.SessionOpened()
 		m.SessionClosed(&server.CloseReason{})
 		m.RelayMessages(RelayDirection(rng.IntN(256)), 1)

@@ -25,7 +25,7 @@ func ExampleNew() {
 		return
 	}
 
-	m.Handshake(metrics.HandshakeAccepted)
+	m.Handshake(server.HandshakeAccepted)
 	m.SessionOpened()
 	// Three SEND frames arrive; the session limiter drops the third.
 	for i := range 3 {

@@ -1,62 +1,12 @@
 package metrics
 
-import "time"
+import (
+	"time"
 
-// HandshakeResult is the outcome of one WebSocket upgrade request; it is the
-// result label of stompgate_handshakes_total. The zero value is
-// HandshakeOther.
-type HandshakeResult uint8
+	"github.com/prometheus/client_golang/prometheus"
 
-// The handshake results. A value outside this list is counted as "other".
-const (
-	// HandshakeOther is a result this package does not name.
-	HandshakeOther HandshakeResult = iota
-	// HandshakeAccepted: the upgrade went through.
-	HandshakeAccepted
-	// HandshakeRejectedLimit: the per-IP handshake limiter refused it
-	// (429 with Retry-After).
-	HandshakeRejectedLimit
-	// HandshakeRejectedBan: the client address is banned.
-	HandshakeRejectedBan
-	// HandshakeRejectedOrigin: the Origin header is not allowed.
-	HandshakeRejectedOrigin
-	// HandshakeRejectedShutdown: the server is shutting down and refuses
-	// new sessions.
-	HandshakeRejectedShutdown
-	// HandshakeStoreError: the limiter store failed and the limiter is
-	// configured to fail closed, so the request was refused.
-	HandshakeStoreError
-	// HandshakeUpgradeFailed: the request passed the limiter but the
-	// WebSocket upgrade itself failed (bad headers, unsupported
-	// subprotocol).
-	HandshakeUpgradeFailed
-	// HandshakeRejectedSessionCap: the client IP already holds as many
-	// open sessions as its policy zone's max_connections allows (429 with
-	// Retry-After).
-	HandshakeRejectedSessionCap
-
-	numHandshakeResults = iota
+	"github.com/stompgate/stompgate/server"
 )
-
-var handshakeResultLabels = [numHandshakeResults]string{
-	HandshakeOther:              labelOther,
-	HandshakeAccepted:           "accepted",
-	HandshakeRejectedLimit:      "rejected_limit",
-	HandshakeRejectedBan:        "rejected_ban",
-	HandshakeRejectedOrigin:     "rejected_origin",
-	HandshakeRejectedShutdown:   "rejected_shutdown",
-	HandshakeStoreError:         "store_error",
-	HandshakeUpgradeFailed:      "upgrade_failed",
-	HandshakeRejectedSessionCap: "rejected_session_cap",
-}
-
-// String returns the label value r is counted under.
-func (r HandshakeResult) String() string {
-	if int(r) >= numHandshakeResults {
-		return labelOther
-	}
-	return handshakeResultLabels[r]
-}
 
 // The store label of the handshake limiter metrics: the store that answered
 // (or failed to answer) a decision.
@@ -98,9 +48,13 @@ var LimiterDecisionBuckets = []float64{
 func (m *Metrics) buildHandshakes(b *builder) {
 	results := b.counterVec("stompgate_handshakes_total",
 		"WebSocket upgrade requests, by result.", "result")
-	for r, l := range handshakeResultLabels {
-		m.handshakes[r] = results.WithLabelValues(l)
+	// The results are the server's vocabulary (server.HandshakeResults),
+	// each resolved once here.
+	m.handshakes = make(map[*server.HandshakeResult]prometheus.Counter)
+	for _, r := range server.HandshakeResults() {
+		m.handshakes[r] = results.WithLabelValues(r.String())
 	}
+	m.handshakesOther = results.WithLabelValues(labelOther)
 	decision := b.histogramVec("stompgate_handshake_limiter_decision_seconds",
 		"Time the handshake limiter took to decide one request, by the store that answered.",
 		LimiterDecisionBuckets, "store")
@@ -116,14 +70,15 @@ func (m *Metrics) buildHandshakes(b *builder) {
 
 // Handshake counts one WebSocket upgrade request
 // (stompgate_handshakes_total{result}).
-func (m *Metrics) Handshake(result HandshakeResult) {
+func (m *Metrics) Handshake(result *server.HandshakeResult) {
 	if m == nil {
 		return
 	}
-	if int(result) >= numHandshakeResults {
-		result = HandshakeOther
+	c, ok := m.handshakes[result]
+	if !ok {
+		c = m.handshakesOther
 	}
-	m.handshakes[result].Inc()
+	c.Inc()
 }
 
 // LimiterDecision records how long the handshake limiter took to decide

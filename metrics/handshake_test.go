@@ -3,19 +3,21 @@ package metrics
 import (
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/server"
 )
 
 func TestHandshakes(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
 	for range 4 {
-		m.Handshake(HandshakeAccepted)
+		m.Handshake(server.HandshakeAccepted)
 	}
-	m.Handshake(HandshakeRejectedLimit)
-	m.Handshake(HandshakeRejectedLimit)
-	m.Handshake(HandshakeRejectedBan)
-	m.Handshake(HandshakeStoreError)
-	m.Handshake(HandshakeResult(42))
+	m.Handshake(server.HandshakeRejectedLimit)
+	m.Handshake(server.HandshakeRejectedLimit)
+	m.Handshake(server.HandshakeRejectedBan)
+	m.Handshake(server.HandshakeStoreError)
+	m.Handshake(&server.HandshakeResult{})
 
 	tests := []struct {
 		result string
@@ -120,18 +122,6 @@ func TestLimiterStoreErrorsAndFallback(t *testing.T) {
 		if got := sample(t, reg, "stompgate_handshake_limiter_fallback"); got != s.want {
 			t.Errorf("step %d: SetLimiterFallback(%v): gauge = %v, want %v", i, s.active, got, s.want)
 		}
-	}
-}
-
-func TestHandshakeResultString(t *testing.T) {
-	t.Parallel()
-	for r, l := range handshakeResultLabels {
-		if got := HandshakeResult(r).String(); got != l {
-			t.Errorf("HandshakeResult(%d).String() = %q, want %q", r, got, l)
-		}
-	}
-	if got := HandshakeResult(numHandshakeResults).String(); got != "other" {
-		t.Errorf("out-of-range HandshakeResult.String() = %q, want \"other\"", got)
 	}
 }
 

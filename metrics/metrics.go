@@ -76,7 +76,8 @@ type Metrics struct {
 	sessionsClosed      map[*server.CloseReason]prometheus.Counter
 	sessionsClosedOther prometheus.Counter
 
-	handshakes         [numHandshakeResults]prometheus.Counter
+	handshakes         map[*server.HandshakeResult]prometheus.Counter
+	handshakesOther    prometheus.Counter
 	limiterDecision    [numStores]prometheus.Observer
 	limiterStoreErrors [numStores]prometheus.Counter
 	limiterFallback    prometheus.Gauge

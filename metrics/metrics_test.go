@@ -184,7 +184,7 @@ func TestNilMetrics(t *testing.T) {
 	m.SessionOpened()
 	m.SessionClosed(server.CloseNormal)
 	m.Panic()
-	m.Handshake(HandshakeAccepted)
+	m.Handshake(server.HandshakeAccepted)
 	m.LimiterDecision("redis", 1)
 	m.LimiterStoreError("redis")
 	m.SetLimiterFallback(true)

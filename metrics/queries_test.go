@@ -31,7 +31,7 @@ func registeredFamilies(t *testing.T) map[string]family {
 	m.SessionOpened()
 	m.SessionClosed(server.CloseNormal)
 	m.Panic()
-	m.Handshake(HandshakeAccepted)
+	m.Handshake(server.HandshakeAccepted)
 	m.LimiterDecision("redis", time.Millisecond)
 	m.LimiterStoreError("redis")
 	m.SetLimiterFallback(true)

@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stompgate/stompgate/server"
+)
 
 func TestSessionCaps(t *testing.T) {
 	t.Parallel()
@@ -14,7 +18,7 @@ func TestSessionCaps(t *testing.T) {
 	m.SessionCapLeasesRestored(3)
 	m.SessionCapLeasesRestored(-1)
 	m.SetSessionCapFallback(true)
-	m.Handshake(HandshakeRejectedSessionCap)
+	m.Handshake(server.HandshakeRejectedSessionCap)
 
 	tests := []struct {
 		name   string

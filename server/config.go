@@ -186,7 +186,7 @@ type Relay interface {
 type Observer interface {
 	// Handshake reports how a WebSocket upgrade request that reached the
 	// server ended: one of the Handshake* values.
-	Handshake(result string)
+	Handshake(result *HandshakeResult)
 	SessionOpened()
 	SessionClosed(reason *CloseReason)
 	Delivered(destination string, n int)
@@ -201,7 +201,7 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Handshake(string)           {}
+func (nopObserver) Handshake(*HandshakeResult) {}
 func (nopObserver) SessionOpened()             {}
 func (nopObserver) SessionClosed(*CloseReason) {}
 func (nopObserver) Delivered(string, int)      {}
@@ -209,19 +209,6 @@ func (nopObserver) SlowConsumerDisconnect()    {}
 func (nopObserver) ProtocolErrorClose(string)  {}
 func (nopObserver) Panic()                     {}
 func (nopObserver) ReaderPaused()              {}
-
-// Handshake results reported to Observer.Handshake.
-const (
-	// HandshakeAccepted: the upgrade went through.
-	HandshakeAccepted = "accepted"
-	// HandshakeRejectedOrigin: a cross-origin page not allowed by
-	// OriginPatterns (403).
-	HandshakeRejectedOrigin = "rejected_origin"
-	// HandshakeRejectedShutdown: Shutdown has begun (503).
-	HandshakeRejectedShutdown = "rejected_shutdown"
-	// HandshakeUpgradeFailed: not a valid WebSocket upgrade.
-	HandshakeUpgradeFailed = "upgrade_failed"
-)
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {

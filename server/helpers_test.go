@@ -61,8 +61,8 @@ type countingObserver struct {
 	paused    int
 }
 
-func (o *countingObserver) SessionOpened()   { o.mu.Lock(); o.opened++; o.mu.Unlock() }
-func (o *countingObserver) Handshake(string) {}
+func (o *countingObserver) SessionOpened()             { o.mu.Lock(); o.opened++; o.mu.Unlock() }
+func (o *countingObserver) Handshake(*HandshakeResult) {}
 func (o *countingObserver) SessionClosed(r *CloseReason) {
 	o.mu.Lock()
 	o.closed[r.String()]++

@@ -11,17 +11,17 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// backlog subscribes a raw client that does not read, publishes n
-// messages of size bytes to it, waits until the server holds some of them
-// queued (the socket is full), then reads every WebSocket message and
-// returns their sizes and the frames each carried.
+// backlog subscribes a raw client that does not read, publishes messages
+// of size bytes to it, n at a time, until the server holds some of them
+// queued (the socket buffers, which the kernel sizes as it likes, are
+// full), then reads every WebSocket message and returns their sizes and
+// the frames each carried.
 func backlog(t *testing.T, n, size int) (sizes, frames []int) {
 	t.Helper()
-	ts := startServer(t, Config{OutboundQueue: 4 * n, OutboundBytes: 64 << 20, WriteTimeout: time.Minute})
+	ts := startServer(t, Config{OutboundQueue: 1 << 20, OutboundBytes: 1 << 30, WriteTimeout: time.Minute})
 	sub := dialRaw(t, ts.url)
 	id := sub.Connect().Get("session")
 	sub.Send("SUBSCRIBE\nid:0\ndestination:/topic/w\nreceipt:s\n\n\x00")
@@ -29,20 +29,28 @@ func backlog(t *testing.T, n, size int) (sizes, frames []int) {
 	pub := dialRaw(t, ts.url)
 	pub.Connect()
 	body := strings.Repeat("b", size)
-	var msg strings.Builder
-	for i := range n {
-		fmt.Fprintf(&msg, "SEND\ndestination:/topic/w\n\n%s\x00", body)
-		if msg.Len() > 32<<10 || i == n-1 {
-			pub.Send(msg.String())
-			msg.Reset()
+	sent := 0
+	for round := 0; ; round++ {
+		if round == 40 {
+			t.Fatalf("%d messages published and none held: the socket never filled", sent)
+		}
+		var msg strings.Builder
+		for i := range n {
+			fmt.Fprintf(&msg, "SEND\ndestination:/topic/w\n\n%s\x00", body)
+			if msg.Len() > 32<<10 || i == n-1 {
+				pub.Send(msg.String())
+				msg.Reset()
+			}
+		}
+		sent += n
+		// The publisher's receipt says every SEND before it was handled.
+		pub.Send("SEND\ndestination:/topic/other\nreceipt:r\n\n\x00")
+		pub.Expect("RECEIPT")
+		if f, _ := ts.held(t, id); f > 0 {
+			break
 		}
 	}
-	poll.Until(t, 10*time.Second, func() error {
-		if f, _ := ts.held(t, id); f == 0 {
-			return fmt.Errorf("nothing held yet")
-		}
-		return nil
-	})
+	n = sent
 	dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: 1 << 20})
 	got := 0
 	for got < n {

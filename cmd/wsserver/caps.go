@@ -9,6 +9,7 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
 )
 
@@ -97,9 +98,9 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 		o.m.SessionCapAcquired(capScope(scope))
 	case scope != sessioncap.ScopeIP:
 	case d.Store == sessioncap.StoreNone:
-		o.m.Handshake(metrics.HandshakeStoreError)
+		o.m.Handshake(server.HandshakeStoreError)
 	default:
-		o.m.Handshake(metrics.HandshakeRejectedSessionCap)
+		o.m.Handshake(server.HandshakeRejectedSessionCap)
 	}
 }
 

@@ -45,20 +45,7 @@ func (o observer) FrameDropped(cmd, reason string) {
 }
 
 // Handshake counts how an upgrade that reached the STOMP server ended.
-func (o observer) Handshake(result string) {
-	r := metrics.HandshakeOther
-	switch result {
-	case server.HandshakeAccepted:
-		r = metrics.HandshakeAccepted
-	case server.HandshakeRejectedOrigin:
-		r = metrics.HandshakeRejectedOrigin
-	case server.HandshakeRejectedShutdown:
-		r = metrics.HandshakeRejectedShutdown
-	case server.HandshakeUpgradeFailed:
-		r = metrics.HandshakeUpgradeFailed
-	}
-	o.m.Handshake(r)
-}
+func (o observer) Handshake(result *server.HandshakeResult) { o.m.Handshake(result) }
 
 // Decision counts the limiter's refusals; an allowed request is counted
 // by Handshake once the upgrade has gone through.
@@ -67,11 +54,11 @@ func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 	switch {
 	case r.Allowed:
 	case r.Banned:
-		o.m.Handshake(metrics.HandshakeRejectedBan)
+		o.m.Handshake(server.HandshakeRejectedBan)
 	case r.Store == handshake.StoreNone:
-		o.m.Handshake(metrics.HandshakeStoreError)
+		o.m.Handshake(server.HandshakeStoreError)
 	default:
-		o.m.Handshake(metrics.HandshakeRejectedLimit)
+		o.m.Handshake(server.HandshakeRejectedLimit)
 	}
 }
 

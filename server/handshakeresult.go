@@ -1,0 +1,54 @@
+package server
+
+// HandshakeResult is how one WebSocket upgrade request ended. Each result
+// is defined once, below, with the bounded label it is counted under
+// (stompgate_handshakes_total{result}). The server reports the ones that
+// happen inside it; the limiters in front of it (the per-IP handshake
+// limit, the session caps) report theirs through their adapters with the
+// same values, so metrics and logs read one vocabulary. Adding a result
+// is one line here.
+//
+// A HandshakeResult is immutable; compare results by pointer.
+type HandshakeResult struct{ label string }
+
+// String returns the label.
+func (r *HandshakeResult) String() string { return r.label }
+
+var handshakeResults []*HandshakeResult
+
+func defineHandshake(label string) *HandshakeResult {
+	r := &HandshakeResult{label: label}
+	handshakeResults = append(handshakeResults, r)
+	return r
+}
+
+// HandshakeResults returns every HandshakeResult, in the order defined,
+// so that a metrics adapter can resolve a counter for each once.
+func HandshakeResults() []*HandshakeResult {
+	return append([]*HandshakeResult(nil), handshakeResults...)
+}
+
+// The handshake results.
+var (
+	// HandshakeAccepted: the upgrade went through.
+	HandshakeAccepted = defineHandshake("accepted")
+	// HandshakeRejectedLimit: the per-IP handshake limit refused it (429
+	// with Retry-After).
+	HandshakeRejectedLimit = defineHandshake("rejected_limit")
+	// HandshakeRejectedBan: the client address is banned.
+	HandshakeRejectedBan = defineHandshake("rejected_ban")
+	// HandshakeRejectedOrigin: a cross-origin page not allowed by
+	// Config.OriginPatterns (403).
+	HandshakeRejectedOrigin = defineHandshake("rejected_origin")
+	// HandshakeRejectedShutdown: Shutdown or Drain has begun (503).
+	HandshakeRejectedShutdown = defineHandshake("rejected_shutdown")
+	// HandshakeStoreError: a limiter's store failed and it is configured
+	// to fail closed, so the request was refused.
+	HandshakeStoreError = defineHandshake("store_error")
+	// HandshakeUpgradeFailed: not a valid WebSocket upgrade.
+	HandshakeUpgradeFailed = defineHandshake("upgrade_failed")
+	// HandshakeRejectedSessionCap: the client address already holds as
+	// many open sessions as its policy zone's max_connections allows (429
+	// with Retry-After).
+	HandshakeRejectedSessionCap = defineHandshake("rejected_session_cap")
+)
