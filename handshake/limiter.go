@@ -3,9 +3,9 @@ package handshake
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/fallback"
 )
 
 // DefaultRetryInterval is the default Config.RetryInterval.
@@ -88,27 +88,13 @@ type Limiter struct {
 	memory        *MemoryStore
 	failClosed    bool
 	retryInterval time.Duration
-	probeInterval time.Duration
 	logger        *slog.Logger
 	observer      Observer
 	now           func() time.Time
 
-	// stop is closed by Close; the probe goroutine returns when it is.
-	stop chan struct{}
-	// probes waits for the probe goroutine.
-	probes sync.WaitGroup
-	// probeMu guards probing and closed.
-	probeMu sync.Mutex
-	// probing is set while the probe goroutine runs.
-	probing bool
-	// closed is set by Close: no probe starts after it.
-	closed bool
-
-	// fallback is set while Redis is considered down.
-	fallback atomic.Bool
-	// nextProbe is the time (Unix ns) from which, in fallback mode, the
-	// next request may try Redis; the request that advances it probes.
-	nextProbe atomic.Int64
+	// fallback is the Redis outage state: the mode, the retry pacing and
+	// the background probe.
+	fallback *fallback.Switch
 }
 
 // New returns a Limiter configured by cfg.
@@ -138,30 +124,50 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Limiter{
+	l := &Limiter{
 		redis:         cfg.Redis,
 		memory:        cfg.Memory,
 		failClosed:    cfg.FailClosed,
 		retryInterval: cfg.RetryInterval,
-		probeInterval: cfg.ProbeInterval,
 		logger:        cfg.Logger,
 		observer:      cfg.Observer,
 		now:           cfg.Now,
-		stop:          make(chan struct{}),
-	}, nil
+	}
+	l.fallback = fallback.New(fallback.Config{
+		RetryInterval: cfg.RetryInterval,
+		ProbeInterval: cfg.ProbeInterval,
+		Now:           cfg.Now,
+		Ping: func(ctx context.Context) error {
+			if l.redis == nil {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(ctx, l.redis.timeout)
+			defer cancel()
+			return l.redis.client.Ping(ctx).Err()
+		},
+		Entered: func(err error) {
+			mode := "deciding in process memory"
+			if l.failClosed {
+				mode = "refusing every handshake (fail closed)"
+			}
+			l.logger.Warn("handshake: redis unavailable, entering fallback mode: "+mode,
+				"err", err, "retry_interval", l.retryInterval)
+			l.observer.Fallback(true)
+		},
+		Left: func() {
+			l.logger.Info("handshake: redis answers again, leaving fallback mode")
+			l.observer.Fallback(false)
+		},
+		ProbeFailed: func(err error) { l.observer.StoreError(StoreRedis, err) },
+	})
+	return l, nil
 }
 
 // Close stops the background probe and waits for it. The Limiter still
 // decides after Close, with no background probe: requests alone try
 // Redis again. Close is idempotent and always returns nil.
 func (l *Limiter) Close() error {
-	l.probeMu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.stop)
-	}
-	l.probeMu.Unlock()
-	l.probes.Wait()
+	l.fallback.Close()
 	return nil
 }
 
@@ -209,12 +215,12 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 // context error when ctx ended, which says nothing about Redis; Redis
 // errors are reported to the Observer, not returned.
 func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() error) (useFallback bool, err error) {
-	if l.fallback.Load() && !l.probeDue(start) {
+	if !l.fallback.ShouldTry(start) {
 		return true, nil
 	}
 	err = call()
 	if err == nil {
-		l.leaveFallback()
+		l.fallback.Succeeded()
 		return false, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
@@ -223,104 +229,8 @@ func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() err
 		return false, ctxErr
 	}
 	l.observer.StoreError(StoreRedis, err)
-	l.nextProbe.Store(start.Add(l.retryInterval).UnixNano())
-	if l.fallback.CompareAndSwap(false, true) {
-		mode := "deciding in process memory"
-		if l.failClosed {
-			mode = "refusing every handshake (fail closed)"
-		}
-		l.logger.Warn("handshake: redis unavailable, entering fallback mode: "+mode,
-			"err", err, "retry_interval", l.retryInterval)
-		l.observer.Fallback(true)
-		l.startProbe()
-	}
+	l.fallback.Failed(start, err)
 	return true, nil
-}
-
-// leaveFallback ends fallback mode if the Limiter is in it.
-func (l *Limiter) leaveFallback() {
-	if l.fallback.CompareAndSwap(true, false) {
-		l.logger.Info("handshake: redis answers again, leaving fallback mode")
-		l.observer.Fallback(false)
-	}
-}
-
-// startProbe starts the background probe unless it runs, is turned off,
-// or the Limiter is closed.
-func (l *Limiter) startProbe() {
-	if l.probeInterval < 0 {
-		return
-	}
-	l.probeMu.Lock()
-	defer l.probeMu.Unlock()
-	if l.probing || l.closed {
-		return
-	}
-	l.probing = true
-	l.probes.Add(1)
-	go l.probe()
-}
-
-// probe PINGs Redis every ProbeInterval while the Limiter is in fallback
-// mode and no request has probed within RetryInterval, and leaves
-// fallback mode on the first answer. It returns when fallback mode has
-// ended or Close was called.
-func (l *Limiter) probe() {
-	defer l.probes.Done()
-	t := time.NewTicker(l.probeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			l.probeEnded()
-			return
-		case <-t.C:
-		}
-		if l.fallback.Load() && l.probeDue(l.now()) {
-			ctx, cancel := context.WithTimeout(context.Background(), l.redis.timeout)
-			err := l.redis.client.Ping(ctx).Err()
-			cancel()
-			if err != nil {
-				l.observer.StoreError(StoreRedis, err)
-				l.nextProbe.Store(l.now().Add(l.retryInterval).UnixNano())
-			} else {
-				l.leaveFallback()
-			}
-		}
-		if l.probeEndedUnlessFallback() {
-			return
-		}
-	}
-}
-
-// probeEndedUnlessFallback marks the probe ended and reports true, unless
-// the Limiter is (again) in fallback mode and not closed: checked under
-// probeMu so that a startProbe racing with the end is never lost.
-func (l *Limiter) probeEndedUnlessFallback() bool {
-	l.probeMu.Lock()
-	defer l.probeMu.Unlock()
-	if l.fallback.Load() && !l.closed {
-		return false
-	}
-	l.probing = false
-	return true
-}
-
-// probeEnded marks the probe ended.
-func (l *Limiter) probeEnded() {
-	l.probeMu.Lock()
-	l.probing = false
-	l.probeMu.Unlock()
-}
-
-// probeDue reports whether this request should try Redis while in
-// fallback mode; at most one request per RetryInterval gets true.
-func (l *Limiter) probeDue(now time.Time) bool {
-	next := l.nextProbe.Load()
-	if now.UnixNano() < next {
-		return false
-	}
-	return l.nextProbe.CompareAndSwap(next, now.Add(l.retryInterval).UnixNano())
 }
 
 func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (Result, error) {
@@ -390,7 +300,7 @@ func (l *Limiter) Banned(ctx context.Context, key string) (retryAfter time.Durat
 // InFallback reports whether the Limiter is in fallback mode: Redis is
 // configured but failed its last call.
 func (l *Limiter) InFallback() bool {
-	return l.fallback.Load()
+	return l.fallback.Active()
 }
 
 // nopObserver is the Observer used when Config.Observer is nil.

@@ -3,9 +3,9 @@ package sessioncap
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/fallback"
 )
 
 // Scopes of a cap: what its keys name. Each is a bounded metric label.
@@ -109,18 +109,9 @@ type Limiter struct {
 	observer      Observer
 	now           func() time.Time
 
-	// fallback is set while Redis is considered down.
-	fallback atomic.Bool
-	// nextProbe is the time (Unix ns) from which, in fallback mode, the
-	// next Acquire or the probe may try Redis.
-	nextProbe atomic.Int64
-
-	stop   chan struct{}
-	probes sync.WaitGroup
-	// probeMu guards probing and closed.
-	probeMu sync.Mutex
-	probing bool
-	closed  bool
+	// fallback is the Redis outage state: the mode, the retry pacing and
+	// the background probe.
+	fallback *fallback.Switch
 }
 
 // New returns a Limiter configured by cfg.
@@ -140,7 +131,7 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Limiter{
+	l := &Limiter{
 		redis:         cfg.Redis,
 		memory:        NewMemoryStore(),
 		failClosed:    cfg.FailClosed,
@@ -148,8 +139,33 @@ func New(cfg Config) (*Limiter, error) {
 		logger:        cfg.Logger,
 		observer:      cfg.Observer,
 		now:           cfg.Now,
-		stop:          make(chan struct{}),
-	}, nil
+	}
+	l.fallback = fallback.New(fallback.Config{
+		RetryInterval: cfg.RetryInterval,
+		ProbeInterval: cfg.RetryInterval,
+		Now:           cfg.Now,
+		Ping: func(ctx context.Context) error {
+			if l.redis == nil {
+				return nil
+			}
+			return l.redis.Ping(ctx)
+		},
+		Entered: func(err error) {
+			mode := "counting this instance's sessions only"
+			if l.failClosed {
+				mode = "refusing every new session (fail closed)"
+			}
+			l.logger.Warn("sessioncap: redis unavailable, entering fallback mode: "+mode,
+				"err", err, "retry_interval", l.retryInterval)
+			l.observer.Fallback(true)
+		},
+		Left: func() {
+			l.logger.Info("sessioncap: redis answers again, leaving fallback mode")
+			l.observer.Fallback(false)
+		},
+		ProbeFailed: l.observer.StoreError,
+	})
+	return l, nil
 }
 
 // Acquire takes a slot of name under scope if it holds fewer than max
@@ -165,10 +181,10 @@ func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lea
 		return Lease{}, Decision{}, ErrInvalidMax
 	}
 	key := scope + ":" + name
-	if l.redis != nil && (!l.fallback.Load() || l.probeDue(l.now())) {
+	if l.redis != nil && l.fallback.ShouldTry(l.now()) {
 		id, held, ok, err := l.redis.Acquire(ctx, key, max)
 		if err == nil {
-			l.leaveFallback()
+			l.fallback.Succeeded()
 			d := Decision{Allowed: ok, Held: held, Store: StoreRedis}
 			l.observer.Decision(scope, d)
 			if !ok {
@@ -222,108 +238,19 @@ func (l *Limiter) Held(scope, name string) int {
 
 // InFallback reports whether the Limiter is in fallback mode: Redis is
 // configured but failed its last call.
-func (l *Limiter) InFallback() bool { return l.fallback.Load() }
+func (l *Limiter) InFallback() bool { return l.fallback.Active() }
 
 // Close stops the background probe and waits for it. It neither releases
 // leases nor closes the RedisStore. Close is idempotent and returns nil.
 func (l *Limiter) Close() error {
-	l.probeMu.Lock()
-	if !l.closed {
-		l.closed = true
-		close(l.stop)
-	}
-	l.probeMu.Unlock()
-	l.probes.Wait()
+	l.fallback.Close()
 	return nil
 }
 
 // redisFailed records a Redis failure and enters fallback mode.
 func (l *Limiter) redisFailed(err error) {
 	l.observer.StoreError(err)
-	l.nextProbe.Store(l.now().Add(l.retryInterval).UnixNano())
-	if !l.fallback.CompareAndSwap(false, true) {
-		return
-	}
-	mode := "counting this instance's sessions only"
-	if l.failClosed {
-		mode = "refusing every new session (fail closed)"
-	}
-	l.logger.Warn("sessioncap: redis unavailable, entering fallback mode: "+mode,
-		"err", err, "retry_interval", l.retryInterval)
-	l.observer.Fallback(true)
-	l.startProbe()
-}
-
-// leaveFallback ends fallback mode if the Limiter is in it.
-func (l *Limiter) leaveFallback() {
-	if l.fallback.CompareAndSwap(true, false) {
-		l.logger.Info("sessioncap: redis answers again, leaving fallback mode")
-		l.observer.Fallback(false)
-	}
-}
-
-// probeDue reports whether this call should try Redis in fallback mode;
-// at most one per RetryInterval gets true.
-func (l *Limiter) probeDue(now time.Time) bool {
-	next := l.nextProbe.Load()
-	if now.UnixNano() < next {
-		return false
-	}
-	return l.nextProbe.CompareAndSwap(next, now.Add(l.retryInterval).UnixNano())
-}
-
-// startProbe starts the background probe unless it runs or the Limiter
-// is closed.
-func (l *Limiter) startProbe() {
-	l.probeMu.Lock()
-	defer l.probeMu.Unlock()
-	if l.probing || l.closed {
-		return
-	}
-	l.probing = true
-	l.probes.Add(1)
-	go l.probe()
-}
-
-// probe PINGs Redis every RetryInterval while in fallback mode, unless an
-// Acquire tried it within the interval, and leaves fallback mode on the
-// first answer, so that the fallback gauge comes back to 0 when no
-// session starts. It returns when fallback mode ended or on Close.
-func (l *Limiter) probe() {
-	defer l.probes.Done()
-	t := time.NewTicker(l.retryInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			l.endProbe(true)
-			return
-		case <-t.C:
-		}
-		if l.fallback.Load() && l.probeDue(l.now()) {
-			if err := l.redis.Ping(context.Background()); err != nil {
-				l.observer.StoreError(err)
-			} else {
-				l.leaveFallback()
-			}
-		}
-		if l.endProbe(false) {
-			return
-		}
-	}
-}
-
-// endProbe marks the probe ended and reports true when forced or when
-// the Limiter is out of fallback mode or closed; checked under probeMu so
-// that a startProbe racing with the end is never lost.
-func (l *Limiter) endProbe(force bool) bool {
-	l.probeMu.Lock()
-	defer l.probeMu.Unlock()
-	if !force && l.fallback.Load() && !l.closed {
-		return false
-	}
-	l.probing = false
-	return true
+	l.fallback.Failed(l.now(), err)
 }
 
 // nopObserver is the Observer used when none is configured.

@@ -1,0 +1,165 @@
+// Package fallback is the Redis outage state shared by the stores that
+// keep serving from process memory while Redis is unreachable (the
+// handshake limiter, the session caps): whether they are in fallback
+// mode, which call may try Redis again (one per RetryInterval), and a
+// background probe that PINGs Redis while in fallback, so that the mode
+// ends (and its gauge returns to 0) even when no call arrives.
+package fallback
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Switch. Every field is required except Now.
+type Config struct {
+	// RetryInterval is how often, in fallback mode, one call may try
+	// Redis again.
+	RetryInterval time.Duration
+	// ProbeInterval is how often the background probe ticks; negative
+	// turns the probe off, leaving calls alone to find Redis back.
+	ProbeInterval time.Duration
+	// Ping asks Redis whether it answers; it bounds itself.
+	Ping func(ctx context.Context) error
+	// Entered is called once when fallback mode starts, with the error
+	// that started it; Left once when it ends; ProbeFailed for each
+	// failed probe PING.
+	Entered     func(err error)
+	Left        func()
+	ProbeFailed func(err error)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Switch is the fallback state of one store. The zero value is not
+// usable; call New. A Switch is safe for concurrent use.
+type Switch struct {
+	cfg Config
+
+	active atomic.Bool
+	// next is the time (Unix ns) from which, in fallback mode, the next
+	// call may try Redis; the call that advances it does.
+	next atomic.Int64
+
+	stop   chan struct{}
+	probes sync.WaitGroup
+	// mu guards probing and closed.
+	mu      sync.Mutex
+	probing bool
+	closed  bool
+}
+
+// New returns a Switch, not in fallback mode.
+func New(cfg Config) *Switch {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Switch{cfg: cfg, stop: make(chan struct{})}
+}
+
+// Active reports whether the store is in fallback mode.
+func (s *Switch) Active() bool { return s.active.Load() }
+
+// ShouldTry reports whether a call at now should use Redis: always
+// outside fallback mode, and for one call per RetryInterval inside it.
+func (s *Switch) ShouldTry(now time.Time) bool {
+	return !s.active.Load() || s.due(now)
+}
+
+// due reports whether this call may try Redis in fallback mode; at most
+// one per RetryInterval gets true.
+func (s *Switch) due(now time.Time) bool {
+	next := s.next.Load()
+	if now.UnixNano() < next {
+		return false
+	}
+	return s.next.CompareAndSwap(next, now.Add(s.cfg.RetryInterval).UnixNano())
+}
+
+// Failed records a Redis failure at now: the next try waits a
+// RetryInterval, and fallback mode starts (Entered, the probe) unless it
+// already runs.
+func (s *Switch) Failed(now time.Time, err error) {
+	s.next.Store(now.Add(s.cfg.RetryInterval).UnixNano())
+	if s.active.CompareAndSwap(false, true) {
+		s.cfg.Entered(err)
+		s.startProbe()
+	}
+}
+
+// Succeeded records a Redis answer: fallback mode ends if it ran.
+func (s *Switch) Succeeded() {
+	if s.active.CompareAndSwap(true, false) {
+		s.cfg.Left()
+	}
+}
+
+// Close stops the probe and waits for it. Calls keep working afterwards,
+// without a probe. Close is idempotent.
+func (s *Switch) Close() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.stop)
+	}
+	s.mu.Unlock()
+	s.probes.Wait()
+}
+
+// startProbe starts the probe unless it runs, is turned off, or the
+// Switch is closed.
+func (s *Switch) startProbe() {
+	if s.cfg.ProbeInterval < 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.probing || s.closed {
+		return
+	}
+	s.probing = true
+	s.probes.Add(1)
+	go s.probe()
+}
+
+// probe PINGs Redis every ProbeInterval while in fallback mode, unless a
+// call tried it within RetryInterval, and ends fallback mode on the first
+// answer. It returns when fallback mode ended or on Close.
+func (s *Switch) probe() {
+	defer s.probes.Done()
+	t := time.NewTicker(s.cfg.ProbeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			s.endProbe(true)
+			return
+		case <-t.C:
+		}
+		if s.active.Load() && s.due(s.cfg.Now()) {
+			if err := s.cfg.Ping(context.Background()); err != nil {
+				s.cfg.ProbeFailed(err)
+			} else {
+				s.Succeeded()
+			}
+		}
+		if s.endProbe(false) {
+			return
+		}
+	}
+}
+
+// endProbe marks the probe ended and reports true when forced or when
+// fallback mode is over or the Switch closed; checked under mu so that a
+// startProbe racing with the end is never lost.
+func (s *Switch) endProbe(force bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !force && s.active.Load() && !s.closed {
+		return false
+	}
+	s.probing = false
+	return true
+}
