@@ -26,11 +26,7 @@ type chainObserver struct{ m *metrics.Metrics }
 func (o chainObserver) FrameReceived(cmd string) { o.m.FrameReceived(cmd) }
 func (o chainObserver) FramePassed(cmd string)   { o.m.FramePassed(cmd) }
 func (o chainObserver) FrameDropped(cmd, reason string) {
-	r := metrics.DropRejected
-	if reason == interceptor.DropRateLimit {
-		r = metrics.DropRateLimit
-	}
-	o.m.FrameDropped(cmd, r)
+	o.m.FrameDropped(cmd, metrics.DropReasonOf(reason))
 }
 
 // startStompgate serves a stompgate server with wsserver's chain

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/interceptor"
+
 // The command label of the frame metrics takes one of the client commands
 // of STOMP 1.2 (section "Client Frames"), spelled as on the wire, or
 // "other" for anything else: STOMP commands are case-sensitive, so "send"
@@ -93,6 +95,20 @@ var dropReasonLabels = [numDropReasons]string{
 	DropRateLimit: "rate_limit",
 	DropRejected:  "rejected",
 	DropAborted:   "transaction_aborted",
+}
+
+// DropReasonOf returns the DropReason of a reason the interceptor chain
+// reported (interceptor.Result.Reason): the chain's own rate_limit and
+// transaction_aborted by name, any other stage's reason as rejected, so
+// that a stage a program adds can never create a series.
+func DropReasonOf(reason string) DropReason {
+	switch reason {
+	case interceptor.DropRateLimit:
+		return DropRateLimit
+	case interceptor.DropAborted:
+		return DropAborted
+	}
+	return DropRejected
 }
 
 // String returns the label value r is counted under.

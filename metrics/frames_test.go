@@ -211,3 +211,17 @@ func TestDropReasonString(t *testing.T) {
 		}
 	}
 }
+
+func TestDropReasonOf(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]DropReason{
+		"rate_limit":          DropRateLimit,
+		"transaction_aborted": DropAborted,
+		"permission":          DropRejected,
+		"a stage of my own":   DropRejected,
+	} {
+		if got := DropReasonOf(in); got != want {
+			t.Errorf("DropReasonOf(%q) = %v, want %v", in, got, want)
+		}
+	}
+}

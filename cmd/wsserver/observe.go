@@ -34,14 +34,7 @@ func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 func (o observer) SessionClosed(reason *server.CloseReason) { o.m.SessionClosed(reason) }
 
 func (o observer) FrameDropped(cmd, reason string) {
-	r := metrics.DropRejected
-	switch reason {
-	case interceptor.DropRateLimit:
-		r = metrics.DropRateLimit
-	case interceptor.DropAborted:
-		r = metrics.DropAborted
-	}
-	o.m.FrameDropped(cmd, r)
+	o.m.FrameDropped(cmd, metrics.DropReasonOf(reason))
 }
 
 // Handshake counts how an upgrade that reached the STOMP server ended.
