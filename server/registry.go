@@ -18,6 +18,13 @@ type registry struct {
 		// m holds the shard's sessions by id.
 		m map[string]*session
 	}
+
+	// pmu guards the principal index: the sessions of each principal
+	// name, and each bound session's name, for Server.SessionsOf and
+	// Server.Disconnect.
+	pmu        sync.Mutex
+	principals map[string]map[*session]struct{}
+	names      map[*session]string
 }
 
 func (r *registry) init() {
@@ -25,6 +32,48 @@ func (r *registry) init() {
 	for i := range r.shards {
 		r.shards[i].m = make(map[string]*session)
 	}
+	r.principals = make(map[string]map[*session]struct{})
+	r.names = make(map[*session]string)
+}
+
+// bind records that s, once connected, belongs to the principal name.
+func (r *registry) bind(s *session, name string) {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	set := r.principals[name]
+	if set == nil {
+		set = make(map[*session]struct{})
+		r.principals[name] = set
+	}
+	set[s] = struct{}{}
+	r.names[s] = name
+}
+
+// unbind removes s from the principal index.
+func (r *registry) unbind(s *session) {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	name, ok := r.names[s]
+	if !ok {
+		return
+	}
+	delete(r.names, s)
+	set := r.principals[name]
+	delete(set, s)
+	if len(set) == 0 {
+		delete(r.principals, name)
+	}
+}
+
+// ofPrincipal returns the connected sessions of the principal name.
+func (r *registry) ofPrincipal(name string) []*session {
+	r.pmu.Lock()
+	defer r.pmu.Unlock()
+	out := make([]*session, 0, len(r.principals[name]))
+	for s := range r.principals[name] {
+		out = append(out, s)
+	}
+	return out
 }
 
 func (r *registry) shard(id string) int {
@@ -43,6 +92,7 @@ func (r *registry) remove(s *session) {
 	sh.mu.Lock()
 	delete(sh.m, s.st.ID)
 	sh.mu.Unlock()
+	r.unbind(s)
 }
 
 func (r *registry) len() int {
