@@ -32,11 +32,11 @@ func (o *countingObserver) APIRequest(endpoint string, status int) {
 }
 
 type fixture struct {
-	srv  *server.Server
-	ws   string
-	api  string
-	obs  *countingObserver
-	ctx  context.Context
+	srv *server.Server
+	ws  string
+	api string
+	obs *countingObserver
+	ctx context.Context
 }
 
 func start(t *testing.T) *fixture {
