@@ -89,6 +89,8 @@ type Metrics struct {
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts
 	// "other".
+	backend backendMetrics
+
 	prefixes     []string
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
@@ -123,6 +125,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
 	m.buildHTTP(b)
+	m.buildBackend(b)
 	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {
 		b.rollback()

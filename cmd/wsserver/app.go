@@ -109,6 +109,10 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	appHandler, err := a.newAppHandler(st)
+	if err != nil {
+		return nil, err
+	}
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -137,6 +141,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		PingInterval:         st.pingInterval,
 		PingTimeout:          st.pingTimeout,
 		ClientIP:             clientIP,
+		AppPrefix:            st.appPrefix,
+		AppHandler:           appHandler,
+		AppTimeout:           st.appTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -172,7 +179,10 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
 	}
 	a.handler = mux
-	a.admin = a.adminHandler(st)
+	a.admin, err = a.adminHandler(st, logger)
+	if err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
