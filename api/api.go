@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -37,6 +38,15 @@ type nopObserver struct{}
 
 func (nopObserver) APIRequest(string, int) {}
 
+// Others reaches the other instances of a deployment. cmd/wsserver
+// implements it with Redis Pub/Sub on -redis-url.
+type Others interface {
+	// Disconnect asks every other instance to end the sessions of
+	// principal and the session sessionID, with reason as the ERROR
+	// body. It returns once the request is sent, not once it is done.
+	Disconnect(ctx context.Context, principal, sessionID, reason string) error
+}
+
 // Config configures the API handler.
 type Config struct {
 	// Server is the STOMP server the API acts on. Required.
@@ -48,6 +58,9 @@ type Config struct {
 	// one is answered 400 naming the body field. Default DefaultMaxBody;
 	// negative is an error.
 	MaxBody int
+	// Others carries disconnect requests to the other instances. Nil:
+	// disconnect ends this instance's sessions only.
+	Others Others
 	// Observer counts requests. Nil: none.
 	Observer Observer
 	// Logger receives refused requests at debug level. Nil:

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -212,4 +213,49 @@ func TestSessionsAndDisconnect(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// othersFunc is an Others from a function.
+type othersFunc func(principal, session, reason string) error
+
+func (f othersFunc) Disconnect(_ context.Context, p, s, r string) error { return f(p, s, r) }
+
+// Disconnect asks the other instances too, and says so when they cannot
+// be reached.
+func TestDisconnectOthers(t *testing.T) {
+	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	fail := false
+	others := othersFunc(func(p, s, r string) error {
+		asked = append(asked, p+"|"+s+"|"+r)
+		if fail {
+			return errors.New("redis down")
+		}
+		return nil
+	})
+	h, err := New(Config{Server: srv, Key: "k", Others: others, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		fail bool
+		code int
+	}{{false, http.StatusOK}, {true, http.StatusInternalServerError}} {
+		fail = tc.fail
+		req := httptest.NewRequest("POST", "/api/v1/disconnect", strings.NewReader(`{"principal":"bob","reason":"bye"}`))
+		req.Header.Set("Authorization", "Bearer k")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var v map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &v)
+		if rec.Code != tc.code || v["disconnected"] != 0.0 {
+			t.Errorf("others failing %v: %d %v", tc.fail, rec.Code, v)
+		}
+	}
+	if len(asked) != 2 || asked[0] != "bob||bye" {
+		t.Fatalf("others asked %q", asked)
+	}
 }

@@ -16,7 +16,10 @@
 //	                         no client limit applies.
 //	POST /api/v1/disconnect  {"principal": "alice"} or {"session": "<id>"},
 //	                         optional "reason" (the ERROR frame's body).
-//	                         200 {"disconnected": <sessions>} on this instance.
+//	                         200 {"disconnected": <sessions ended here>};
+//	                         with Config.Others, the other instances are
+//	                         asked to end theirs (500 with the error and
+//	                         the local count when they cannot be reached).
 //	GET  /api/v1/sessions?principal=alice
 //	                         200 {"sessions": [{"id", "principal",
 //	                         "remote_address", "connected_since",

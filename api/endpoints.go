@@ -134,6 +134,11 @@ func (h *handler) disconnect(r *http.Request) (int, any) {
 		reason = "the backend ended this session"
 	}
 	n := h.cfg.Server.Disconnect(req.Principal, req.Session, reason)
+	if h.cfg.Others != nil {
+		if err := h.cfg.Others.Disconnect(r.Context(), req.Principal, req.Session, reason); err != nil {
+			return http.StatusInternalServerError, map[string]any{"error": "the other instances were not reached: " + err.Error(), "disconnected": n}
+		}
+	}
 	return http.StatusOK, map[string]int{"disconnected": n}
 }
 

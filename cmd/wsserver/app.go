@@ -39,6 +39,7 @@ type app struct {
 	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
+	fanout   *fanout                // disconnect requests between instances; nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -147,6 +148,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if a.redis != nil {
+		a.fanout = startFanout(a.redis, a.stomp, logger)
 	}
 	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
 	if err != nil {
@@ -272,6 +276,7 @@ func (a *app) close() {
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}
+	a.fanout.close()
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}

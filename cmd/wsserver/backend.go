@@ -81,7 +81,11 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 	if st.apiKey == "" {
 		return nil
 	}
-	h, err := api.New(api.Config{Server: a.stomp, Key: st.apiKey, MaxBody: st.apiMaxBody, Observer: observer{a.metrics}, Logger: logger})
+	cfg := api.Config{Server: a.stomp, Key: st.apiKey, MaxBody: st.apiMaxBody, Observer: observer{a.metrics}, Logger: logger}
+	if a.fanout != nil {
+		cfg.Others = a.fanout
+	}
+	h, err := api.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,8 @@ func apiCall(t *testing.T, base, key, method, path, body string) (int, map[strin
 // TestBackendSeams runs two wsservers on one real Redis with the relay:
 // the server API of one instance publishes to a user destination whose
 // session is on the other, a client's app SEND lands in the app stream
-// before its RECEIPT, and the API lists and ends a session.
+// before its RECEIPT, the API lists the session, and the other instance's
+// API ends it.
 func TestBackendSeams(t *testing.T) {
 	rs := testredis.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
@@ -90,8 +91,17 @@ func TestBackendSeams(t *testing.T) {
 	if ss, _ := v["sessions"].([]any); code != http.StatusOK || len(ss) != 1 || ss[0].(map[string]any)["id"] != player.Session() {
 		t.Fatalf("sessions: %d %v", code, v)
 	}
-	code, v = apiCall(t, c.bases[1], "k3y", "POST", "/api/v1/disconnect", fmt.Sprintf(`{"principal":%q}`, principal))
-	if code != http.StatusOK || v["disconnected"] != 1.0 {
+	// Instance A's API ends the player's session on B: A has none
+	// itself, B hears the request on Redis.
+	waitFor(t, clientTimeout, func() error {
+		n, err := rdb.PubSubNumSub(ctx, disconnectChannel).Result()
+		if err != nil || n[disconnectChannel] != 2 {
+			return fmt.Errorf("%s has %v subscribers, want both instances (%v)", disconnectChannel, n, err)
+		}
+		return nil
+	})
+	code, v = apiCall(t, c.bases[0], "k3y", "POST", "/api/v1/disconnect", fmt.Sprintf(`{"principal":%q,"reason":"table closed"}`, principal))
+	if code != http.StatusOK || v["disconnected"] != 0.0 {
 		t.Fatalf("disconnect: %d %v", code, v)
 	}
 	waitFor(t, clientTimeout, func() error {
