@@ -245,3 +245,43 @@ func waitFor(t *testing.T, cond func() bool) {
 		return nil
 	})
 }
+
+// backendObserver is a countingObserver that also counts the backend
+// events.
+type backendObserver struct {
+	*countingObserver
+	mu   sync.Mutex
+	user int
+	app  map[string]int
+}
+
+func (o *backendObserver) UserDelivered() { o.mu.Lock(); o.user++; o.mu.Unlock() }
+func (o *backendObserver) AppHandled(r string) {
+	o.mu.Lock()
+	o.app[r]++
+	o.mu.Unlock()
+}
+
+// A STOMP 1.1 session gets user-destination messages encoded for 1.1, and
+// the observer counts them and the app messages.
+func TestUserDestinationOtherVersionAndObserver(t *testing.T) {
+	obs := &backendObserver{countingObserver: &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}, app: map[string]int{}}
+	ts := startServer(t, Config{Chain: loginChain(), Observer: obs, AppHandler: &recordingHandler{}})
+	c := dialRaw(t, ts.url, "v11.stomp")
+	c.send("CONNECT\naccept-version:1.1\nhost:test\nlogin:carol\nheart-beat:0,0\n\n\x00")
+	c.expect("CONNECTED")
+	c.send("SUBSCRIBE\nid:q\ndestination:/user/queue/x\nreceipt:r\n\n\x00")
+	c.expect("RECEIPT")
+	c.send("SEND\ndestination:/app/x\nreceipt:s\n\n\x00")
+	c.expect("RECEIPT")
+	ts.Publish(UserDestination("carol", "x"), []stompframe.Header{{Name: "note", Value: "a:b"}}, []byte("hi"))
+	m := c.expect("MESSAGE")
+	if m.Get("destination") != "/user/queue/x" || m.Get("note") != "a:b" || string(m.Body) != "hi" {
+		t.Fatalf("MESSAGE %v %q", m.Headers, m.Body)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.user != 1 || obs.app[AppOK] != 1 {
+		t.Fatalf("observer: user %d, app %v", obs.user, obs.app)
+	}
+}
