@@ -17,60 +17,75 @@ type registry struct {
 		mu sync.Mutex
 		// m holds the shard's sessions by id.
 		m map[string]*session
+		// names holds the principal name of each bound session.
+		names map[string]string
 	}
 
-	// pmu guards the principal index: the sessions of each principal
-	// name, and each bound session's name, for Server.SessionsOf and
-	// Server.Disconnect.
-	pmu        sync.Mutex
-	principals map[string]map[*session]struct{}
-	names      map[*session]string
+	// principals indexes connected sessions by principal name, for
+	// Server.SessionsOf and Server.Disconnect, sharded by the name's hash
+	// like the sessions are by id. A bound session's name is kept in its
+	// id shard's names.
+	principals [registryShards]struct {
+		mu sync.Mutex
+		m  map[string]map[*session]struct{}
+	}
 }
 
 func (r *registry) init() {
 	r.seed = maphash.MakeSeed()
 	for i := range r.shards {
 		r.shards[i].m = make(map[string]*session)
+		r.shards[i].names = make(map[string]string)
 	}
-	r.principals = make(map[string]map[*session]struct{})
-	r.names = make(map[*session]string)
+	for i := range r.principals {
+		r.principals[i].m = make(map[string]map[*session]struct{})
+	}
 }
 
 // bind records that s, once connected, belongs to the principal name.
 func (r *registry) bind(s *session, name string) {
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	set := r.principals[name]
+	sh := &r.shards[r.shard(s.st.ID)]
+	sh.mu.Lock()
+	sh.names[s.st.ID] = name
+	sh.mu.Unlock()
+	ps := &r.principals[r.shard(name)]
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	set := ps.m[name]
 	if set == nil {
 		set = make(map[*session]struct{})
-		r.principals[name] = set
+		ps.m[name] = set
 	}
 	set[s] = struct{}{}
-	r.names[s] = name
 }
 
 // unbind removes s from the principal index.
 func (r *registry) unbind(s *session) {
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	name, ok := r.names[s]
+	sh := &r.shards[r.shard(s.st.ID)]
+	sh.mu.Lock()
+	name, ok := sh.names[s.st.ID]
+	delete(sh.names, s.st.ID)
+	sh.mu.Unlock()
 	if !ok {
 		return
 	}
-	delete(r.names, s)
-	set := r.principals[name]
+	ps := &r.principals[r.shard(name)]
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	set := ps.m[name]
 	delete(set, s)
 	if len(set) == 0 {
-		delete(r.principals, name)
+		delete(ps.m, name)
 	}
 }
 
 // ofPrincipal returns the connected sessions of the principal name.
 func (r *registry) ofPrincipal(name string) []*session {
-	r.pmu.Lock()
-	defer r.pmu.Unlock()
-	out := make([]*session, 0, len(r.principals[name]))
-	for s := range r.principals[name] {
+	ps := &r.principals[r.shard(name)]
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	out := make([]*session, 0, len(ps.m[name]))
+	for s := range ps.m[name] {
 		out = append(out, s)
 	}
 	return out
