@@ -77,7 +77,8 @@ func TestBoundedCardinality(t *testing.T) {
 		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
 		numHTTPTimeouts + // HTTP timeouts
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
-		1 // build info
+		1 + // build info
+		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 // API requests, app messages, user deliveries
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -110,6 +111,8 @@ func TestBoundedCardinality(t *testing.T) {
 		m.SessionClosed(&server.CloseReason{})
 		m.RelayMessages(RelayDirection(rng.IntN(256)), 1)
 		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
+		m.APIRequest(word(), rng.IntN(1000))
+		m.AppHandled(word())
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

@@ -43,7 +43,7 @@
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
 //     client_gone, token_expired, control_flood, ping_timeout,
-//     session_cap, other).
+//     session_cap, backend_error, disconnected, other).
 //   - stompgate_panics_recovered_total: panics recovered at the session
 //     boundary.
 //   - stompgate_reader_pauses_total: times a session stopped reading
@@ -132,6 +132,19 @@
 //     because a timeout ran out: idle (a keep-alive connection waited past
 //     the idle timeout), read (a request's headers or body came too
 //     slowly). WebSocket sessions are counted by their close reason.
+//
+// The backend (app destinations, the server API, user destinations):
+//
+//   - stompgate_app_messages_total{result}: SENDs to app destinations
+//     handed to the backend: ok (appended to the app stream), error (the
+//     append failed or timed out; the session was closed with ERROR
+//     "backend unavailable"), no_backend (none configured).
+//   - stompgate_api_requests_total{endpoint,code}: server API requests
+//     answered, by endpoint (publish, disconnect, sessions) and HTTP
+//     status (200, 202, 400, 401, 500, other); 401s are wrong keys.
+//   - stompgate_user_deliveries_total: MESSAGE frames queued to sessions
+//     through user destinations; also counted in
+//     stompgate_messages_delivered_total.
 //
 // Cross-instance relay (Redis Pub/Sub between instances; all zero on an
 // instance that runs without it):

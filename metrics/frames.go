@@ -133,6 +133,7 @@ const (
 	kindAuth
 	kindPermission
 	kindInvalidUTF8
+	kindNoBackend
 
 	numProtocolErrorKinds = iota
 )
@@ -150,6 +151,7 @@ var protocolErrorKindLabels = [numProtocolErrorKinds]string{
 	kindAuth:               "auth",
 	kindPermission:         "permission",
 	kindInvalidUTF8:        "invalid_utf8",
+	kindNoBackend:          "no_backend",
 }
 
 func protocolErrorKindIndex(kind string) int {
@@ -176,6 +178,8 @@ func protocolErrorKindIndex(kind string) int {
 		return kindPermission
 	case "invalid_utf8":
 		return kindInvalidUTF8
+	case "no_backend":
+		return kindNoBackend
 	}
 	return kindOther
 }

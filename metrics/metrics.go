@@ -90,6 +90,8 @@ type Metrics struct {
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts
 	// "other".
+	backend backendMetrics
+
 	prefixes     []string
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
@@ -124,6 +126,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
 	m.buildHTTP(b)
+	m.buildBackend(b)
 	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {
 		b.rollback()

@@ -91,6 +91,12 @@ var (
 	// CloseSessionCap: a stage refused CONNECT because the principal
 	// already holds its maximum number of sessions.
 	CloseSessionCap = defineClose("session_cap", websocket.StatusPolicyViolation, "too many sessions")
+	// CloseBackendError: the AppHandler did not take an app message (see
+	// AppHandler).
+	CloseBackendError = defineClose("backend_error", websocket.StatusTryAgainLater, "backend unavailable")
+	// CloseDisconnected: the program ended the session (Server.Disconnect,
+	// the HTTP API's disconnect).
+	CloseDisconnected = defineClose("disconnected", websocket.StatusPolicyViolation, "disconnected by the server")
 )
 
 // ending is how the server ends a session that it explains: an ERROR frame

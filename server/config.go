@@ -170,6 +170,17 @@ type Config struct {
 	// answer, or a nil ClientIP, means the peer address of the request's
 	// RemoteAddr. cmd/wsserver sets it to read handshake.ClientIPFrom.
 	ClientIP func(r *http.Request) (netip.Addr, bool)
+
+	// AppPrefix starts the app destinations: a SEND there goes to
+	// AppHandler instead of the broker (see AppHandler for the contract).
+	// Default DefaultAppPrefix.
+	AppPrefix string
+	// AppHandler receives the app messages. Nil: an app SEND ends its
+	// session with ERROR "no backend configured".
+	AppHandler AppHandler
+	// AppTimeout bounds one AppHandler call. Default DefaultAppTimeout;
+	// negative is an error.
+	AppTimeout time.Duration
 }
 
 // Relay carries messages that passed the chain to other instances. The
@@ -226,6 +237,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ControlWindow", &c.ControlWindow, DefaultControlWindow},
 		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},
+		{"AppTimeout", &c.AppTimeout, DefaultAppTimeout},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
@@ -284,6 +296,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AppPrefix == "" {
+		c.AppPrefix = DefaultAppPrefix
 	}
 	if c.Name == "" {
 		c.Name = "stompgate"

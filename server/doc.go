@@ -36,6 +36,15 @@
 //   - Destinations are topics: a SEND to any destination is delivered to
 //     every subscription on exactly that destination, "/topic/..." by
 //     convention.
+//   - User destinations (Spring's convention, see UserPrefix): SUBSCRIBE
+//     to "/user/queue/<name>" receives what is published to
+//     "/user/<principal>/queue/<name>", on every instance.
+//   - App destinations (Config.AppPrefix, "/app/"): a SEND there goes to
+//     Config.AppHandler, the program's backend, instead of subscribers;
+//     its RECEIPT follows the handler's success (see AppHandler).
+//
+// A program publishes with Server.Publish, lists a principal's sessions
+// with Server.SessionsOf and ends sessions with Server.Disconnect.
 //   - "BEGIN"/"COMMIT"/"ABORT": SENDs in a transaction are held until
 //     COMMIT (bounded by MaxTransactionFrames) and discarded on ABORT.
 //

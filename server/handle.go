@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
@@ -94,7 +95,9 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			return true
 		}
 		for _, m := range tx.msgs {
-			s.publish(m)
+			if s.publish(m, receipt) {
+				return true
+			}
 		}
 	case stompframe.CommandAbort:
 		tx := s.endTransaction(f.Get("transaction"))
@@ -259,6 +262,7 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 		c.Add("user-name", p.Name)
 	}
 	s.connected.Store(true)
+	s.srv.reg.bind(s, s.principalName())
 	s.send(stompframe.Append(nil, &c, v))
 	s.startHeartBeats(cx, cy)
 	return false
@@ -282,16 +286,17 @@ func (s *session) onSend(f *stompframe.Frame) bool {
 		s.txBytes += size
 		return false
 	}
-	s.publish(m)
-	return false
+	return s.publish(m, f.Get("receipt"))
 }
 
-func (s *session) publish(m *broker.Message) {
-	if s.srv.cfg.Relay != nil {
-		s.srv.cfg.Relay.Publish(m)
+// publish delivers m, or hands it to the AppHandler when it is for an app
+// destination, and reports whether the session is ending.
+func (s *session) publish(m *broker.Message, receipt string) (end bool) {
+	if s.srv.isApp(m.Destination) {
+		return s.handleApp(m, receipt)
 	}
-	n := s.srv.cfg.Broker.Publish(m)
-	s.srv.cfg.Observer.Delivered(m.Destination, n)
+	s.srv.deliver(m)
+	return false
 }
 
 func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
@@ -310,7 +315,19 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		return true
 	}
 	ack, _ := broker.ParseAckMode(f.Get("ack"))
-	sub := broker.NewSubscription(id, f.Get("destination"), ack, s.version, s)
+	dest := f.Get("destination")
+	var to broker.Subscriber = s
+	if strings.HasPrefix(dest, UserPrefix) {
+		internal, ok := s.userSubscription(dest)
+		if !ok {
+			s.protocolError(frameError{kind: "permission", message: "permission denied",
+				detail: fmt.Sprintf("SUBSCRIBE to %q: user destinations are subscribed to as %s<name>", dest, userQueuePrefix)}, receipt)
+			return true
+		}
+		to = &userSubscriber{s: s, dest: dest}
+		dest = internal
+	}
+	sub := broker.NewSubscription(id, dest, ack, s.version, to)
 	if s.subs == nil {
 		s.subs = make(map[string]*broker.Subscription)
 	}

@@ -38,7 +38,7 @@ func (s *settings) validateAdmin() error {
 }
 
 // adminHandler serves the admin listener's endpoints.
-func (a *app) adminHandler(st *settings) http.Handler {
+func (a *app) adminHandler(st *settings, logger *slog.Logger) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
 	if st.pprof {
@@ -48,7 +48,10 @@ func (a *app) adminHandler(st *settings) http.Handler {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
-	return mux
+	if err := a.mountAPI(mux, st, logger); err != nil {
+		return nil, err
+	}
+	return mux, nil
 }
 
 // adminServer is the admin listener, running; nil without -admin-addr.

@@ -39,6 +39,7 @@ type app struct {
 	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
+	fanout   *fanout                // disconnect requests between instances; nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -110,6 +111,10 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	appHandler, err := a.newAppHandler(st)
+	if err != nil {
+		return nil, err
+	}
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -138,9 +143,15 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		PingInterval:         st.pingInterval,
 		PingTimeout:          st.pingTimeout,
 		ClientIP:             clientIP,
+		AppPrefix:            st.appPrefix,
+		AppHandler:           appHandler,
+		AppTimeout:           st.appTimeout,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if a.redis != nil {
+		a.fanout = startFanout(a.redis, a.stomp, logger)
 	}
 	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
 	if err != nil {
@@ -173,7 +184,10 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
 	}
 	a.handler = mux
-	a.admin = a.adminHandler(st)
+	a.admin, err = a.adminHandler(st, logger)
+	if err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -263,6 +277,7 @@ func (a *app) close() {
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}
+	a.fanout.close()
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}

@@ -86,6 +86,8 @@ type settings struct {
 	httpMaxHeaderBytes    int
 	pingInterval          time.Duration
 	pingTimeout           time.Duration
+
+	backendSettings // app destinations and the server API (backend.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -148,6 +150,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.peerFlags(fs)
 	s.drainFlags(fs)
 	s.adminFlags(fs)
+	s.backendFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")

@@ -78,6 +78,9 @@ func (s *settings) validate() error {
 	if err := s.validateAdmin(); err != nil {
 		return err
 	}
+	if err := s.validateBackend(); err != nil {
+		return err
+	}
 	if err := s.validateDrain(); err != nil {
 		return err
 	}

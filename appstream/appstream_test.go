@@ -1,0 +1,202 @@
+package appstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-stomp/stomp/v3"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+func newClient(t *testing.T, rs *testredis.Server) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestNewValidates(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no client", Config{}, "appstream: Client is nil"},
+		{"negative", Config{Client: c, MaxLen: -1}, "appstream: MaxLen -1 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(tc.cfg)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("New: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	h, err := New(Config{Client: c})
+	if err != nil || h.Stream() != DefaultStream || h.cfg.MaxLen != DefaultMaxLen {
+		t.Fatalf("defaults: %+v, %v", h.cfg, err)
+	}
+}
+
+// A consumer group reads what the handler appended, in order, with every
+// field, and acknowledges it; a second group member then finds nothing
+// left.
+func TestConsumerGroupReadsAndAcks(t *testing.T) {
+	rs := testredis.Start(t)
+	c := newClient(t, rs)
+	ctx := context.Background()
+	h, err := New(Config{Client: c, Stream: "game:in", Instance: "ws-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.XGroupCreateMkStream(ctx, "game:in", "backend", "$").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		err := h.HandleApp(ctx, server.AppMessage{
+			ID: fmt.Sprint("m", i), Destination: "/app/move", Principal: "alice", Session: "s1",
+			Headers: []stompframe.Header{{Name: "room", Value: "7"}},
+			Body:    []byte{'x', byte('0' + i), 0xff},
+		})
+		if err != nil {
+			t.Fatalf("HandleApp: %v", err)
+		}
+	}
+	res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "backend", Consumer: "w1", Streams: []string{"game:in", ">"}, Count: 10}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || len(res[0].Messages) != 3 {
+		t.Fatalf("XREADGROUP returned %+v", res)
+	}
+	for i, e := range res[0].Messages {
+		m, err := Parse(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Message{StreamID: e.ID, Destination: "/app/move", Principal: "alice", Session: "s1", Instance: "ws-1",
+			ID: fmt.Sprint("m", i), Headers: map[string]string{"room": "7"}}
+		body := m.Body
+		m.Body = nil
+		if fmt.Sprint(m) != fmt.Sprint(want) || string(body) != string([]byte{'x', byte('0' + i), 0xff}) {
+			t.Fatalf("entry %d = %+v %q", i, m, body)
+		}
+		if err := c.XAck(ctx, "game:in", "backend", e.ID).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending, err := c.XPending(ctx, "game:in", "backend").Result()
+	if err != nil || pending.Count != 0 {
+		t.Fatalf("XPENDING = %+v, %v; want nothing pending", pending, err)
+	}
+	res, err = c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "backend", Consumer: "w2", Streams: []string{"game:in", ">"}, Block: -1}).Result()
+	if !errors.Is(err, redis.Nil) {
+		t.Fatalf("second worker read %+v, %v; want nothing", res, err)
+	}
+}
+
+// MAXLEN ~ keeps an unread stream bounded.
+func TestMaxLenTrims(t *testing.T) {
+	rs := testredis.Start(t)
+	c := newClient(t, rs)
+	ctx := context.Background()
+	h, err := New(Config{Client: c, MaxLen: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		if err := h.HandleApp(ctx, server.AppMessage{Destination: "/app/x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Approximate trimming removes whole radix-tree nodes (100 entries
+	// each by default), so the stream may exceed 100 by less than one
+	// node.
+	if n := c.XLen(ctx, DefaultStream).Val(); n < 100 || n >= 200 {
+		t.Fatalf("XLEN = %d, want about 100", n)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    redis.XMessage
+		want string
+	}{
+		{"no destination", redis.XMessage{ID: "1-0", Values: map[string]any{"body": "x"}}, "appstream: entry 1-0 has no destination"},
+		{"bad headers", redis.XMessage{ID: "1-1", Values: map[string]any{"destination": "/app/x", "headers": "[1]"}}, "appstream: entry 1-1: headers:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(tc.e)
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("Parse: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Through a server: a client's app SEND is in the stream when its
+// RECEIPT arrives; with Redis gone, the client gets ERROR "backend
+// unavailable".
+func TestServerAppendsBeforeReceipt(t *testing.T) {
+	rs := testredis.Start(t)
+	c := newClient(t, rs)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := New(Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{AppHandler: h, AppTimeout: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer func() {
+		_ = srv.Shutdown(ctx)
+		hs.Close()
+	}()
+	dial := func() *stomp.Conn {
+		ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), &websocket.DialOptions{Subprotocols: []string{"v12.stomp"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := stomp.Connect(websocket.NetConn(ctx, ws, websocket.MessageText), stomp.ConnOpt.HeartBeat(0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	conn := dial()
+	if err := conn.Send("/app/move", "text/plain", []byte("e4"), stomp.SendOpt.Receipt); err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	entries, err := c.XRange(ctx, DefaultStream, "-", "+").Result()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("XRANGE after the RECEIPT = %+v, %v", entries, err)
+	}
+	if m, err := Parse(entries[0]); err != nil || m.Session != conn.Session() || string(m.Body) != "e4" {
+		t.Fatalf("entry %+v, %v", m, err)
+	}
+	_ = conn.Disconnect()
+
+	rs.Kill()
+	conn = dial()
+	err = conn.Send("/app/move", "text/plain", []byte("e5"), stomp.SendOpt.Receipt)
+	if err == nil || !strings.Contains(err.Error(), "backend unavailable") {
+		t.Fatalf("Send with Redis gone: %v, want ERROR backend unavailable", err)
+	}
+	_ = conn.MustDisconnect()
+}

@@ -1,0 +1,44 @@
+package metrics
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stompgate/stompgate/api"
+	"github.com/stompgate/stompgate/server"
+)
+
+func TestBackendCounters(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	m.APIRequest(api.EndpointPublish, http.StatusAccepted)
+	m.APIRequest(api.EndpointPublish, http.StatusAccepted)
+	m.APIRequest(api.EndpointSessions, http.StatusUnauthorized)
+	m.APIRequest("nope", http.StatusTeapot)
+	m.AppHandled(server.AppOK)
+	m.AppHandled(server.AppError)
+	m.AppHandled(server.AppError)
+	m.AppHandled(server.AppNoBackend)
+	m.UserDelivered()
+	for _, tc := range []struct {
+		name   string
+		labels []string
+		want   float64
+	}{
+		{"stompgate_api_requests_total", []string{"endpoint", "publish", "code", "202"}, 2},
+		{"stompgate_api_requests_total", []string{"endpoint", "sessions", "code", "401"}, 1},
+		{"stompgate_api_requests_total", []string{"endpoint", "other", "code", "other"}, 1},
+		{"stompgate_app_messages_total", []string{"result", "ok"}, 1},
+		{"stompgate_app_messages_total", []string{"result", "error"}, 2},
+		{"stompgate_app_messages_total", []string{"result", "no_backend"}, 1},
+		{"stompgate_user_deliveries_total", nil, 1},
+	} {
+		if got := sample(t, reg, tc.name, tc.labels...); got != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
+	var nilM *Metrics
+	nilM.APIRequest(api.EndpointPublish, 200)
+	nilM.AppHandled(server.AppOK)
+	nilM.UserDelivered()
+}

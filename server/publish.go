@@ -1,0 +1,34 @@
+package server
+
+import (
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/stompframe"
+)
+
+// Publish sends a message from the program (a backend, the HTTP API) to
+// every subscriber of dest on this instance and, through Config.Relay, on
+// the others. No client limit applies. headers are passed through as a
+// SEND's would be (the server's own, such as destination and
+// content-length, are ignored); headers and body are copied. It returns
+// the message id and the number of local subscribers that took it. An
+// empty dest publishes nothing and returns an empty id.
+func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) (id string, delivered int) {
+	if dest == "" {
+		return "", 0
+	}
+	f := stompframe.Frame{Command: stompframe.CommandSend, Headers: make([]stompframe.Header, 0, len(headers)+1), Body: body}
+	f.Add("destination", dest)
+	f.Headers = append(f.Headers, headers...)
+	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
+	return m.ID, s.deliver(m)
+}
+
+// deliver hands m to the relay and the local broker and counts it.
+func (s *Server) deliver(m *broker.Message) int {
+	if s.cfg.Relay != nil {
+		s.cfg.Relay.Publish(m)
+	}
+	n := s.cfg.Broker.Publish(m)
+	s.cfg.Observer.Delivered(m.Destination, n)
+	return n
+}
