@@ -1,6 +1,11 @@
 package metrics
 
-import "github.com/stompgate/stompgate/interceptor"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/server"
+)
 
 // The command label of the frame metrics takes one of the client commands
 // of STOMP 1.2 (section "Client Frames"), spelled as on the wire, or
@@ -92,9 +97,9 @@ const (
 
 var dropReasonLabels = [numDropReasons]string{
 	DropOther:     labelOther,
-	DropRateLimit: "rate_limit",
+	DropRateLimit: interceptor.DropRateLimit,
 	DropRejected:  "rejected",
-	DropAborted:   "transaction_aborted",
+	DropAborted:   interceptor.DropAborted,
 }
 
 // DropReasonOf returns the DropReason of a reason the interceptor chain
@@ -119,82 +124,10 @@ func (r DropReason) String() string {
 	return dropReasonLabels[r]
 }
 
-// The kind label of stompgate_protocol_error_closes_total.
-const (
-	kindOther = iota
-	kindFrameTooLarge
-	kindHeaderTooLarge
-	kindMalformed
-	kindBadEscape
-	kindUnknownCommand
-	kindMissingHeader
-	kindUnsupportedVersion
-	kindNotConnected
-	kindAuth
-	kindPermission
-	kindInvalidUTF8
-	kindNoBackend
-
-	numProtocolErrorKinds = iota
-)
-
-var protocolErrorKindLabels = [numProtocolErrorKinds]string{
-	kindOther:              labelOther,
-	kindFrameTooLarge:      "frame_too_large",
-	kindHeaderTooLarge:     "header_too_large",
-	kindMalformed:          "malformed",
-	kindBadEscape:          "bad_escape",
-	kindUnknownCommand:     "unknown_command",
-	kindMissingHeader:      "missing_header",
-	kindUnsupportedVersion: "unsupported_version",
-	kindNotConnected:       "not_connected",
-	kindAuth:               "auth",
-	kindPermission:         "permission",
-	kindInvalidUTF8:        "invalid_utf8",
-	kindNoBackend:          "no_backend",
-}
-
-func protocolErrorKindIndex(kind string) int {
-	switch kind {
-	case "frame_too_large":
-		return kindFrameTooLarge
-	case "header_too_large":
-		return kindHeaderTooLarge
-	case "malformed":
-		return kindMalformed
-	case "bad_escape":
-		return kindBadEscape
-	case "unknown_command":
-		return kindUnknownCommand
-	case "missing_header":
-		return kindMissingHeader
-	case "unsupported_version":
-		return kindUnsupportedVersion
-	case "not_connected":
-		return kindNotConnected
-	case "auth":
-		return kindAuth
-	case "permission":
-		return kindPermission
-	case "invalid_utf8":
-		return kindInvalidUTF8
-	case "no_backend":
-		return kindNoBackend
-	}
-	return kindOther
-}
-
 // ProtocolErrorKinds returns the kind label values ProtocolErrorClose
-// counts under their own name, "other" excluded. The slice is a fresh copy.
-func ProtocolErrorKinds() []string {
-	kinds := make([]string, 0, numProtocolErrorKinds-1)
-	for i, k := range protocolErrorKindLabels {
-		if i != kindOther {
-			kinds = append(kinds, k)
-		}
-	}
-	return kinds
-}
+// counts under their own name, "other" excluded: the server's own
+// vocabulary (server.ProtocolErrorKinds). The slice is a fresh copy.
+func ProtocolErrorKinds() []string { return server.ProtocolErrorKinds() }
 
 func (m *Metrics) buildFrames(b *builder) {
 	received := b.counterVec("stompgate_frames_received_total",
@@ -215,9 +148,11 @@ func (m *Metrics) buildFrames(b *builder) {
 	}
 	kinds := b.counterVec("stompgate_protocol_error_closes_total",
 		"Sessions closed with an ERROR frame for a protocol violation, by kind.", "kind")
-	for k, kl := range protocolErrorKindLabels {
-		m.protocolErrors[k] = kinds.WithLabelValues(kl)
+	m.protocolErrors = make(map[string]prometheus.Counter)
+	for _, k := range server.ProtocolErrorKinds() {
+		m.protocolErrors[k] = kinds.WithLabelValues(k)
 	}
+	m.protocolErrorsOther = kinds.WithLabelValues(labelOther)
 }
 
 // FrameReceived counts an inbound frame entering the interceptor chain
@@ -261,5 +196,9 @@ func (m *Metrics) ProtocolErrorClose(kind string) {
 	if m == nil {
 		return
 	}
-	m.protocolErrors[protocolErrorKindIndex(kind)].Inc()
+	c, ok := m.protocolErrors[kind]
+	if !ok {
+		c = m.protocolErrorsOther
+	}
+	c.Inc()
 }

@@ -82,10 +82,11 @@ type Metrics struct {
 	limiterStoreErrors [numStores]prometheus.Counter
 	limiterFallback    prometheus.Gauge
 
-	framesReceived [numCommands]prometheus.Counter
-	framesPassed   [numCommands]prometheus.Counter
-	framesDropped  [numCommands][numDropReasons]prometheus.Counter
-	protocolErrors [numProtocolErrorKinds]prometheus.Counter
+	framesReceived      [numCommands]prometheus.Counter
+	framesPassed        [numCommands]prometheus.Counter
+	framesDropped       [numCommands][numDropReasons]prometheus.Counter
+	protocolErrors      map[string]prometheus.Counter
+	protocolErrorsOther prometheus.Counter
 
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts

@@ -94,7 +94,7 @@ type BackendObserver interface {
 const (
 	AppOK        = "ok"
 	AppError     = "error"
-	AppNoBackend = "no_backend"
+	AppNoBackend = KindNoBackend
 )
 
 // isApp reports whether dest is an app destination.
@@ -114,7 +114,7 @@ func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 	h := s.srv.cfg.AppHandler
 	if h == nil {
 		s.srv.appHandled(AppNoBackend)
-		s.protocolError(frameError{kind: "no_backend", message: "no backend configured",
+		s.protocolError(frameError{kind: KindNoBackend, message: "no backend configured",
 			detail: fmt.Sprintf("SEND to %q needs a backend and this server has none", m.Destination)}, receipt)
 		return true
 	}

@@ -124,7 +124,7 @@ type frameError struct {
 
 // malformed is a frameError of kind "malformed".
 func malformed(message, detail string) frameError {
-	return frameError{kind: "malformed", message: message, detail: detail}
+	return frameError{kind: KindMalformed, message: message, detail: detail}
 }
 
 // validate checks what makes f malformed for this session's state and
@@ -132,12 +132,12 @@ func malformed(message, detail string) frameError {
 func (s *session) validate(f *stompframe.Frame) frameError {
 	cmd := f.Command
 	if !stompframe.IsClientCommand(cmd) {
-		return frameError{"unknown_command", "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)}
+		return frameError{KindUnknownCommand, "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)}
 	}
 	isConnect := cmd == stompframe.CommandConnect || cmd == stompframe.CommandStomp
 	if !s.connected.Load() {
 		if !isConnect {
-			return frameError{"not_connected", "not connected", fmt.Sprintf("%s before CONNECT", cmd)}
+			return frameError{KindNotConnected, "not connected", fmt.Sprintf("%s before CONNECT", cmd)}
 		}
 		return frameError{}
 	}
@@ -147,7 +147,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 	need := func(names ...string) frameError {
 		for _, n := range names {
 			if _, ok := f.Lookup(n); !ok {
-				return frameError{"missing_header", "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)}
+				return frameError{KindMissingHeader, "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)}
 			}
 		}
 		return frameError{}
@@ -187,7 +187,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 		_, hasID := f.Lookup("id")
 		_, hasDest := f.Lookup("destination")
 		if !hasID && !hasDest {
-			return frameError{"missing_header", "missing header", "UNSUBSCRIBE requires the id or destination header"}
+			return frameError{KindMissingHeader, "missing header", "UNSUBSCRIBE requires the id or destination header"}
 		}
 	case stompframe.CommandAck, stompframe.CommandNack:
 		var e frameError
@@ -235,7 +235,7 @@ func (s *session) protocolError(e frameError, receipt string, extra ...stompfram
 func (s *session) onConnect(f *stompframe.Frame) bool {
 	v, ok := stompframe.Negotiate(f.Get("accept-version"))
 	if !ok {
-		s.protocolError(frameError{"unsupported_version", "unsupported protocol version",
+		s.protocolError(frameError{KindUnsupportedVersion, "unsupported protocol version",
 			"Supported protocol versions are " + supportedVersions}, "",
 			stompframe.Header{Name: "version", Value: supportedVersions})
 		return true

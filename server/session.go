@@ -190,11 +190,11 @@ func (s *session) readLoop() (reason *CloseReason) {
 		if err != nil {
 			putReadBuf(buf)
 			if errors.Is(err, errMessageTooLarge) {
-				s.srv.cfg.Observer.ProtocolErrorClose("frame_too_large")
+				s.srv.cfg.Observer.ProtocolErrorClose(KindFrameTooLarge)
 				// No drain: the rest of the message is unread, and the
 				// close handshake skips it; another Reader would parse
 				// it as frame headers.
-				s.fail(ending{reason: CloseProtocolError, kind: "frame_too_large", code: websocket.StatusMessageTooBig, message: "frame too large",
+				s.fail(ending{reason: CloseProtocolError, kind: KindFrameTooLarge, code: websocket.StatusMessageTooBig, message: "frame too large",
 					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit)})
 				return CloseProtocolError
 			}
@@ -207,8 +207,8 @@ func (s *session) readLoop() (reason *CloseReason) {
 			// fails the connection with 1007. Binary messages may carry
 			// any body; their headers are checked by the decoder.
 			putReadBuf(buf)
-			s.srv.cfg.Observer.ProtocolErrorClose(kindInvalidUTF8)
-			s.fail(ending{reason: CloseProtocolError, kind: kindInvalidUTF8, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+			s.srv.cfg.Observer.ProtocolErrorClose(KindInvalidUTF8)
+			s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
 				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			s.drain()
 			return nil
@@ -263,22 +263,18 @@ func (s *session) drain() {
 	}
 }
 
-// kindInvalidUTF8 is the protocol-error kind of text messages, commands
-// and headers that are not UTF-8.
-const kindInvalidUTF8 = "invalid_utf8"
-
 func protocolErrorKind(pe *stompframe.ProtocolError) string {
 	switch {
 	case errors.Is(pe, stompframe.ErrInvalidUTF8):
-		return kindInvalidUTF8
+		return KindInvalidUTF8
 	case errors.Is(pe, stompframe.ErrFrameTooLarge):
-		return "frame_too_large"
+		return KindFrameTooLarge
 	case errors.Is(pe, stompframe.ErrBadEscape):
-		return "bad_escape"
+		return KindBadEscape
 	case errors.Is(pe, stompframe.ErrTooManyHeaders), errors.Is(pe, stompframe.ErrHeaderLineTooLong):
-		return "header_too_large"
+		return KindHeaderTooLarge
 	}
-	return "malformed"
+	return KindMalformed
 }
 
 // shutdown ends the session for a server shutdown: queued frames are

@@ -144,7 +144,7 @@ func TestInvalidUTF8(t *testing.T) {
 	poll.Until(t, 5*time.Second, func() error {
 		ts.obs.mu.Lock()
 		defer ts.obs.mu.Unlock()
-		if got := ts.obs.protocol[kindInvalidUTF8]; got != len(tests) {
+		if got := ts.obs.protocol[KindInvalidUTF8]; got != len(tests) {
 			return fmt.Errorf("invalid_utf8 protocol closes %d, want %d (all: %v)", got, len(tests), ts.obs.protocol)
 		}
 		if got := ts.obs.closed[CloseProtocolError.String()]; got != len(tests) {

@@ -1,0 +1,46 @@
+package server
+
+import "github.com/stompgate/stompgate/interceptor"
+
+// The kinds of protocol error, each the label of
+// stompgate_protocol_error_closes_total{kind} and of the "detail" of a
+// session's end in the log, defined once here; a metrics adapter resolves
+// a counter for each of ProtocolErrorKinds.
+const (
+	// KindFrameTooLarge: a frame or WebSocket message over the frame limit.
+	KindFrameTooLarge = "frame_too_large"
+	// KindHeaderTooLarge: too many header lines, or one too long.
+	KindHeaderTooLarge = "header_too_large"
+	// KindMalformed: a frame that is not STOMP, or not valid in the
+	// session's state (a duplicate subscription, an unknown transaction).
+	KindMalformed = "malformed"
+	// KindBadEscape: an undefined escape sequence in a header (STOMP 1.2
+	// "Value Encoding").
+	KindBadEscape = "bad_escape"
+	// KindUnknownCommand: not a STOMP client command.
+	KindUnknownCommand = "unknown_command"
+	// KindMissingHeader: a header the command requires is absent.
+	KindMissingHeader = "missing_header"
+	// KindUnsupportedVersion: no STOMP version both sides speak.
+	KindUnsupportedVersion = "unsupported_version"
+	// KindNotConnected: a frame before CONNECT.
+	KindNotConnected = "not_connected"
+	// KindInvalidUTF8: a text message, command or header that is not
+	// UTF-8.
+	KindInvalidUTF8 = "invalid_utf8"
+	// KindNoBackend: a SEND to an app destination with no AppHandler.
+	KindNoBackend = "no_backend"
+)
+
+// ProtocolErrorKinds returns every kind a session's protocol error is
+// reported under: the server's own and the rejections of the standard
+// stages (interceptor.RejectAuth, interceptor.RejectPermission). The
+// slice is a fresh copy.
+func ProtocolErrorKinds() []string {
+	return []string{
+		KindFrameTooLarge, KindHeaderTooLarge, KindMalformed, KindBadEscape,
+		KindUnknownCommand, KindMissingHeader, KindUnsupportedVersion,
+		KindNotConnected, KindInvalidUTF8, KindNoBackend,
+		interceptor.RejectAuth, interceptor.RejectPermission,
+	}
+}
