@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stompgate/stompgate/relay"
+)
 
 // RelayDirection is the direction label of stompgate_relay_messages_total.
 type RelayDirection uint8
@@ -19,8 +23,21 @@ const (
 
 var relayDirectionLabels = [numRelayDirections]string{
 	RelayOther: labelOther,
-	RelayOut:   "out",
-	RelayIn:    "in",
+	RelayOut:   relay.DirectionOut,
+	RelayIn:    relay.DirectionIn,
+}
+
+// RelayDirectionOf returns the RelayDirection of a direction the relay
+// reported (relay.DirectionOut, relay.DirectionIn); anything else is
+// RelayOther.
+func RelayDirectionOf(direction string) RelayDirection {
+	switch direction {
+	case relay.DirectionOut:
+		return RelayOut
+	case relay.DirectionIn:
+		return RelayIn
+	}
+	return RelayOther
 }
 
 // String returns the label value d is counted under.
@@ -51,9 +68,23 @@ const (
 
 var relayDropReasonLabels = [numRelayDropReasons]string{
 	RelayDropOther:      labelOther,
-	RelayDropQueueFull:  "queue_full",
-	RelayDropRedisError: "redis_error",
-	RelayDropMalformed:  "malformed",
+	RelayDropQueueFull:  relay.DropQueueFull,
+	RelayDropRedisError: relay.DropRedisError,
+	RelayDropMalformed:  relay.DropMalformed,
+}
+
+// RelayDropReasonOf returns the RelayDropReason of a reason the relay
+// reported (relay.Drop*); anything else is RelayDropOther.
+func RelayDropReasonOf(reason string) RelayDropReason {
+	switch reason {
+	case relay.DropQueueFull:
+		return RelayDropQueueFull
+	case relay.DropRedisError:
+		return RelayDropRedisError
+	case relay.DropMalformed:
+		return RelayDropMalformed
+	}
+	return RelayDropOther
 }
 
 // String returns the label value r is counted under.
@@ -87,9 +118,24 @@ const (
 
 var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
 	RelayResubscribeOther:      labelOther,
-	RelayResubscribeMoved:      "moved",
-	RelayResubscribeConnection: "connection",
-	RelayResubscribeUnanswered: "unanswered",
+	RelayResubscribeMoved:      relay.ResubscribeMoved,
+	RelayResubscribeConnection: relay.ResubscribeConnection,
+	RelayResubscribeUnanswered: relay.ResubscribeUnanswered,
+}
+
+// RelayResubscribeReasonOf returns the RelayResubscribeReason of a
+// reason the relay reported (relay.Resubscribe*); anything else is
+// RelayResubscribeOther.
+func RelayResubscribeReasonOf(reason string) RelayResubscribeReason {
+	switch reason {
+	case relay.ResubscribeMoved:
+		return RelayResubscribeMoved
+	case relay.ResubscribeConnection:
+		return RelayResubscribeConnection
+	case relay.ResubscribeUnanswered:
+		return RelayResubscribeUnanswered
+	}
+	return RelayResubscribeOther
 }
 
 // String returns the label value r is counted under.

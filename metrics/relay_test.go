@@ -1,6 +1,10 @@
 package metrics
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stompgate/stompgate/relay"
+)
 
 func TestRelayCounters(t *testing.T) {
 	t.Parallel()
@@ -100,4 +104,28 @@ func TestRelayNilMetrics(t *testing.T) {
 	m.RelayDropped(RelayDropQueueFull, 1)
 	m.SetRelayOutage(true)
 	m.SetRelaySubscriptions(1)
+}
+
+// TestRelayLabelsAreTheRelays checks that each relay label is the relay
+// package's own name for it, read back through the *Of mappings.
+func TestRelayLabelsAreTheRelays(t *testing.T) {
+	t.Parallel()
+	for _, d := range []string{relay.DirectionOut, relay.DirectionIn} {
+		if got := RelayDirectionOf(d).String(); got != d {
+			t.Errorf("RelayDirectionOf(%q).String() = %q", d, got)
+		}
+	}
+	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed} {
+		if got := RelayDropReasonOf(r).String(); got != r {
+			t.Errorf("RelayDropReasonOf(%q).String() = %q", r, got)
+		}
+	}
+	for _, r := range []string{relay.ResubscribeMoved, relay.ResubscribeConnection, relay.ResubscribeUnanswered} {
+		if got := RelayResubscribeReasonOf(r).String(); got != r {
+			t.Errorf("RelayResubscribeReasonOf(%q).String() = %q", r, got)
+		}
+	}
+	if RelayDirectionOf("sideways") != RelayOther || RelayDropReasonOf("?") != RelayDropOther || RelayResubscribeReasonOf("?") != RelayResubscribeOther {
+		t.Errorf("an unknown label is not other")
+	}
 }

@@ -59,27 +59,11 @@ func (o observer) StoreError(store string, err error) { o.m.LimiterStoreError(st
 func (o observer) Fallback(active bool)               { o.m.SetLimiterFallback(active) }
 
 func (o observer) RelayMessages(direction string, n int) {
-	d := metrics.RelayOther
-	switch direction {
-	case relay.DirectionOut:
-		d = metrics.RelayOut
-	case relay.DirectionIn:
-		d = metrics.RelayIn
-	}
-	o.m.RelayMessages(d, n)
+	o.m.RelayMessages(metrics.RelayDirectionOf(direction), n)
 }
 
 func (o observer) RelayDropped(reason string, n int) {
-	r := metrics.RelayDropOther
-	switch reason {
-	case relay.DropQueueFull:
-		r = metrics.RelayDropQueueFull
-	case relay.DropRedisError:
-		r = metrics.RelayDropRedisError
-	case relay.DropMalformed:
-		r = metrics.RelayDropMalformed
-	}
-	o.m.RelayDropped(r, n)
+	o.m.RelayDropped(metrics.RelayDropReasonOf(reason), n)
 }
 
 func (o observer) RelayOutage(active bool)  { o.m.SetRelayOutage(active) }
