@@ -103,8 +103,8 @@ func (s *Server) isApp(dest string) bool {
 }
 
 func (s *Server) appHandled(result string) {
-	if o, ok := s.cfg.Observer.(BackendObserver); ok {
-		o.AppHandled(result)
+	if s.backend != nil {
+		s.backend.AppHandled(result)
 	}
 }
 

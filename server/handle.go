@@ -262,7 +262,7 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 		c.Add("user-name", p.Name)
 	}
 	s.connected.Store(true)
-	s.srv.reg.bind(s, s.principalName())
+	s.srv.reg.bind(s)
 	s.send(stompframe.Append(nil, &c, v))
 	s.startHeartBeats(cx, cy)
 	return false
@@ -320,7 +320,7 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 	if strings.HasPrefix(dest, UserPrefix) {
 		internal, ok := s.userSubscription(dest)
 		if !ok {
-			s.protocolError(frameError{kind: "permission", message: "permission denied",
+			s.protocolError(frameError{kind: interceptor.RejectPermission, message: "permission denied",
 				detail: fmt.Sprintf("SUBSCRIBE to %q: user destinations are subscribed to as %s<name>", dest, userQueuePrefix)}, receipt)
 			return true
 		}

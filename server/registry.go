@@ -2,6 +2,7 @@ package server
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 )
 
@@ -17,17 +18,16 @@ type registry struct {
 		mu sync.Mutex
 		// m holds the shard's sessions by id.
 		m map[string]*session
-		// names holds the principal name of each bound session.
-		names map[string]string
 	}
 
 	// principals indexes connected sessions by principal name, for
 	// Server.SessionsOf and Server.Disconnect, sharded by the name's hash
-	// like the sessions are by id. A bound session's name is kept in its
-	// id shard's names.
+	// like the sessions are by id. A principal holds a few sessions (the
+	// per-principal cap) and an anonymous one exactly one, so a slice is
+	// all an entry needs.
 	principals [registryShards]struct {
 		mu sync.Mutex
-		m  map[string]map[*session]struct{}
+		m  map[string][]*session
 	}
 }
 
@@ -35,47 +35,41 @@ func (r *registry) init() {
 	r.seed = maphash.MakeSeed()
 	for i := range r.shards {
 		r.shards[i].m = make(map[string]*session)
-		r.shards[i].names = make(map[string]string)
 	}
 	for i := range r.principals {
-		r.principals[i].m = make(map[string]map[*session]struct{})
+		r.principals[i].m = make(map[string][]*session)
 	}
 }
 
-// bind records that s, once connected, belongs to the principal name.
-func (r *registry) bind(s *session, name string) {
-	sh := &r.shards[r.shard(s.st.ID)]
-	sh.mu.Lock()
-	sh.names[s.st.ID] = name
-	sh.mu.Unlock()
+// bind records that s, connected, belongs to its principal. It is
+// called once, at CONNECT, on the session's reader goroutine, which also
+// removes the session; the principal's name does not change after
+// CONNECT (a newer token must name the same principal).
+func (r *registry) bind(s *session) {
+	name := s.principalName()
 	ps := &r.principals[r.shard(name)]
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	set := ps.m[name]
-	if set == nil {
-		set = make(map[*session]struct{})
-		ps.m[name] = set
-	}
-	set[s] = struct{}{}
+	ps.m[name] = append(ps.m[name], s)
+	ps.mu.Unlock()
 }
 
 // unbind removes s from the principal index.
 func (r *registry) unbind(s *session) {
-	sh := &r.shards[r.shard(s.st.ID)]
-	sh.mu.Lock()
-	name, ok := sh.names[s.st.ID]
-	delete(sh.names, s.st.ID)
-	sh.mu.Unlock()
-	if !ok {
+	if !s.connected.Load() {
 		return
 	}
+	name := s.principalName()
 	ps := &r.principals[r.shard(name)]
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	set := ps.m[name]
-	delete(set, s)
+	if i := slices.Index(set, s); i >= 0 {
+		set = slices.Delete(set, i, i+1)
+	}
 	if len(set) == 0 {
 		delete(ps.m, name)
+	} else {
+		ps.m[name] = set
 	}
 }
 
@@ -84,11 +78,7 @@ func (r *registry) ofPrincipal(name string) []*session {
 	ps := &r.principals[r.shard(name)]
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	out := make([]*session, 0, len(ps.m[name]))
-	for s := range ps.m[name] {
-		out = append(out, s)
-	}
-	return out
+	return slices.Clone(ps.m[name])
 }
 
 func (r *registry) shard(id string) int {

@@ -36,6 +36,10 @@ type Server struct {
 
 	reg registry
 
+	// backend is Config.Observer when it also counts the backend events
+	// (BackendObserver), resolved once; nil otherwise.
+	backend BackendObserver
+
 	// sleep, when set by a test, replaces the timer Drain waits on.
 	sleep func(ctx context.Context, d time.Duration) bool
 
@@ -54,6 +58,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols()}
+	s.backend, _ = c.Observer.(BackendObserver)
 	s.reg.init()
 	return s, nil
 }

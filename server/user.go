@@ -62,10 +62,8 @@ type userSubscriber struct {
 func (u *userSubscriber) Deliver(sub *broker.Subscription, m *broker.Message) bool {
 	c := broker.NewMessageParts(m.ID, u.dest, m.Headers(), m.Body())
 	ok := u.s.Deliver(sub, c)
-	if ok {
-		if o, is := u.s.srv.cfg.Observer.(BackendObserver); is {
-			o.UserDelivered()
-		}
+	if ok && u.s.srv.backend != nil {
+		u.s.srv.backend.UserDelivered()
 	}
 	return ok
 }
