@@ -154,8 +154,8 @@ func (s *session) fail(e ending) {
 		f.Body = []byte(detail)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.endLocked(e.reason) {
+		s.mu.Unlock()
 		return
 	}
 	s.kind = e.kind
@@ -164,6 +164,12 @@ func (s *session) fail(e ending) {
 	raw := stompframe.Append(nil, &f, s.version)
 	s.pushLocked(outItem{raw: raw}, len(raw))
 	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
+	s.mu.Unlock()
+	// A protocol violation or a credential failure is counted by its
+	// kind here, once, for the end that actually happened.
+	if e.reason == CloseProtocolError || e.reason == CloseAuthFailed {
+		s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
+	}
 }
 
 // validUTF8 returns v with every byte sequence that is not UTF-8 replaced

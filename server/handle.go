@@ -43,11 +43,8 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			reason = CloseRateLimitAbuse
 		case interceptor.RejectAuth:
 			reason = CloseAuthFailed
-			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		case interceptor.RejectSessionCap:
 			reason = CloseSessionCap
-		default:
-			s.srv.cfg.Observer.ProtocolErrorClose(r.Reason)
 		}
 		s.fail(ending{reason: reason, kind: r.Reason, message: r.Message, detail: r.Detail, receipt: receipt})
 		return true
@@ -226,9 +223,8 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 }
 
 // protocolError answers a malformed frame with ERROR (extra headers
-// added) and a close, and counts it under e.kind.
+// added) and a close, counted under e.kind by fail.
 func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
-	s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
 	s.fail(ending{reason: CloseProtocolError, kind: e.kind, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
 }
 

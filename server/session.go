@@ -190,7 +190,6 @@ func (s *session) readLoop() (reason *CloseReason) {
 		if err != nil {
 			putReadBuf(buf)
 			if errors.Is(err, errMessageTooLarge) {
-				s.srv.cfg.Observer.ProtocolErrorClose(KindFrameTooLarge)
 				// No drain: the rest of the message is unread, and the
 				// close handshake skips it; another Reader would parse
 				// it as frame headers.
@@ -207,7 +206,6 @@ func (s *session) readLoop() (reason *CloseReason) {
 			// fails the connection with 1007. Binary messages may carry
 			// any body; their headers are checked by the decoder.
 			putReadBuf(buf)
-			s.srv.cfg.Observer.ProtocolErrorClose(KindInvalidUTF8)
 			s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
 				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			s.drain()
@@ -233,7 +231,6 @@ func (s *session) decodeAll(now time.Time) bool {
 			if !ok {
 				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
 			}
-			s.srv.cfg.Observer.ProtocolErrorClose(protocolErrorKind(pe))
 			s.fail(ending{reason: CloseProtocolError, kind: protocolErrorKind(pe), message: pe.Message, detail: pe.Detail})
 			return true
 		}
