@@ -66,12 +66,8 @@ func (s *session) fullLocked(size int) bool {
 // slowConsumerLocked discards the queue and queues a close with 1008: the
 // frames waiting would only delay the close of a peer that does not read.
 func (s *session) slowConsumerLocked() {
-	s.closing = true
-	s.reason = CloseSlowConsumer
-	clear(s.queue)
-	s.queue = s.queue[:0]
-	s.queuedBytes = 0
-	s.wakeLocked()
+	s.endLocked(CloseSlowConsumer)
+	s.discardQueueLocked()
 	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0)
 }
 
@@ -112,6 +108,14 @@ func (s *session) reply(raw []byte) bool {
 	}
 	s.pushLocked(outItem{raw: raw}, len(raw))
 	return true
+}
+
+// discardQueueLocked drops what is queued and not yet taken by the
+// writer, for an end that will not flush it.
+func (s *session) discardQueueLocked() {
+	clear(s.queue)
+	s.queue = s.queue[:0]
+	s.queuedBytes = 0
 }
 
 // wakeLocked wakes a reader waiting in reply for the queue to drain.

@@ -284,14 +284,8 @@ func (s *session) shutdown() {
 // connection closed without a close handshake.
 func (s *session) abort(reason *CloseReason) {
 	s.mu.Lock()
-	if !s.closing {
-		s.closing = true
-		s.reason = reason
-	}
-	clear(s.queue)
-	s.queue = s.queue[:0]
-	s.queuedBytes = 0
-	s.wakeLocked()
+	s.endLocked(reason)
+	s.discardQueueLocked()
 	s.mu.Unlock()
 	if s.raw != nil {
 		// Every read and write on the connection fails at once; the
