@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/fallback"
 )
 
 // DefaultTimeout is the default RedisConfig.Timeout: a decision that takes
@@ -267,19 +269,8 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 }
 
 // followCluster schedules a reload of a Cluster client's slot map after a
-// failed call. A connection that stops answering (a paused or partitioned
-// master) is already bounded by Timeout and dropped from the pool when it
-// times out (ContextTimeoutEnabled), but go-redis learns that a replica
-// took over only from a MOVED answer or its periodic reload (60 s by
-// default), and a silent master sends no MOVED: without this the store
-// would fail for up to a minute after the failover completed. go-redis
-// runs one reload at a time, at most one per 200 ms, however many calls
-// fail.
-func (s *RedisStore) followCluster() {
-	if cc, ok := s.client.(*redis.ClusterClient); ok {
-		cc.ReloadState(context.Background())
-	}
-}
+// failed call (see fallback.FollowCluster).
+func (s *RedisStore) followCluster() { fallback.FollowCluster(s.client) }
 
 // bucketKey is the hash holding zone's state for key. The hash tag {key}
 // is shared with banKey so both are in one Cluster slot.

@@ -117,12 +117,7 @@ func DropReasonOf(reason string) DropReason {
 }
 
 // String returns the label value r is counted under.
-func (r DropReason) String() string {
-	if int(r) >= numDropReasons {
-		return labelOther
-	}
-	return dropReasonLabels[r]
-}
+func (r DropReason) String() string { return labelOf(dropReasonLabels[:], r) }
 
 // ProtocolErrorKinds returns the kind label values ProtocolErrorClose
 // counts under their own name, "other" excluded: the server's own
@@ -182,10 +177,7 @@ func (m *Metrics) FrameDropped(command string, reason DropReason) {
 	if m == nil {
 		return
 	}
-	if int(reason) >= numDropReasons {
-		reason = DropOther
-	}
-	m.framesDropped[commandIndex(command)][reason].Inc()
+	m.framesDropped[commandIndex(command)][known(dropReasonLabels[:], reason)].Inc()
 }
 
 // ProtocolErrorClose counts a session closed with an ERROR frame

@@ -26,12 +26,7 @@ var httpTimeoutLabels = [numHTTPTimeouts]string{
 }
 
 // String returns the label value k is counted under.
-func (k HTTPTimeout) String() string {
-	if int(k) >= numHTTPTimeouts {
-		return labelOther
-	}
-	return httpTimeoutLabels[k]
-}
+func (k HTTPTimeout) String() string { return labelOf(httpTimeoutLabels[:], k) }
 
 func (m *Metrics) buildHTTP(b *builder) {
 	timeouts := b.counterVec("stompgate_http_timeouts_total",
@@ -47,8 +42,5 @@ func (m *Metrics) HTTPTimedOut(kind HTTPTimeout) {
 	if m == nil {
 		return
 	}
-	if int(kind) >= numHTTPTimeouts {
-		kind = HTTPTimeoutOther
-	}
-	m.httpTimeouts[kind].Inc()
+	m.httpTimeouts[known(httpTimeoutLabels[:], kind)].Inc()
 }

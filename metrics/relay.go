@@ -31,22 +31,11 @@ var relayDirectionLabels = [numRelayDirections]string{
 // reported (relay.DirectionOut, relay.DirectionIn); anything else is
 // RelayOther.
 func RelayDirectionOf(direction string) RelayDirection {
-	switch direction {
-	case relay.DirectionOut:
-		return RelayOut
-	case relay.DirectionIn:
-		return RelayIn
-	}
-	return RelayOther
+	return enumOf[RelayDirection](relayDirectionLabels[:], direction)
 }
 
 // String returns the label value d is counted under.
-func (d RelayDirection) String() string {
-	if int(d) >= numRelayDirections {
-		return labelOther
-	}
-	return relayDirectionLabels[d]
-}
+func (d RelayDirection) String() string { return labelOf(relayDirectionLabels[:], d) }
 
 // RelayDropReason is the reason label of stompgate_relay_dropped_total.
 type RelayDropReason uint8
@@ -76,24 +65,11 @@ var relayDropReasonLabels = [numRelayDropReasons]string{
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
 // reported (relay.Drop*); anything else is RelayDropOther.
 func RelayDropReasonOf(reason string) RelayDropReason {
-	switch reason {
-	case relay.DropQueueFull:
-		return RelayDropQueueFull
-	case relay.DropRedisError:
-		return RelayDropRedisError
-	case relay.DropMalformed:
-		return RelayDropMalformed
-	}
-	return RelayDropOther
+	return enumOf[RelayDropReason](relayDropReasonLabels[:], reason)
 }
 
 // String returns the label value r is counted under.
-func (r RelayDropReason) String() string {
-	if int(r) >= numRelayDropReasons {
-		return labelOther
-	}
-	return relayDropReasonLabels[r]
-}
+func (r RelayDropReason) String() string { return labelOf(relayDropReasonLabels[:], r) }
 
 // RelayResubscribeReason is the reason label of
 // stompgate_relay_resubscribes_total.
@@ -127,23 +103,12 @@ var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
 // reason the relay reported (relay.Resubscribe*); anything else is
 // RelayResubscribeOther.
 func RelayResubscribeReasonOf(reason string) RelayResubscribeReason {
-	switch reason {
-	case relay.ResubscribeMoved:
-		return RelayResubscribeMoved
-	case relay.ResubscribeConnection:
-		return RelayResubscribeConnection
-	case relay.ResubscribeUnanswered:
-		return RelayResubscribeUnanswered
-	}
-	return RelayResubscribeOther
+	return enumOf[RelayResubscribeReason](relayResubscribeReasonLabels[:], reason)
 }
 
 // String returns the label value r is counted under.
 func (r RelayResubscribeReason) String() string {
-	if int(r) >= numRelayResubscribeReasons {
-		return labelOther
-	}
-	return relayResubscribeReasonLabels[r]
+	return labelOf(relayResubscribeReasonLabels[:], r)
 }
 
 // relayMetrics are the cross-instance relay's collectors.
@@ -187,10 +152,7 @@ func (m *Metrics) RelayResubscribes(r RelayResubscribeReason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	if int(r) >= numRelayResubscribeReasons {
-		r = RelayResubscribeOther
-	}
-	m.relay.resubscribes[r].Add(float64(n))
+	m.relay.resubscribes[known(relayResubscribeReasonLabels[:], r)].Add(float64(n))
 }
 
 // SetRelaySubscriptionsDown sets stompgate_relay_subscriptions_down, the
@@ -208,10 +170,7 @@ func (m *Metrics) RelayMessages(d RelayDirection, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	if int(d) >= numRelayDirections {
-		d = RelayOther
-	}
-	m.relay.messages[d].Add(float64(n))
+	m.relay.messages[known(relayDirectionLabels[:], d)].Add(float64(n))
 }
 
 // RelayDropped counts n messages that could not cross between instances
@@ -220,10 +179,7 @@ func (m *Metrics) RelayDropped(r RelayDropReason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	if int(r) >= numRelayDropReasons {
-		r = RelayDropOther
-	}
-	m.relay.dropped[r].Add(float64(n))
+	m.relay.dropped[known(relayDropReasonLabels[:], r)].Add(float64(n))
 }
 
 // SetRelayOutage sets stompgate_relay_outage to 1 while the relay cannot

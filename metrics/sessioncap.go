@@ -1,6 +1,10 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/stompgate/stompgate/sessioncap"
+)
 
 // CapScope is the scope label of the session cap metrics: what a cap
 // counts sessions by.
@@ -22,17 +26,17 @@ const (
 
 var capScopeLabels = [numCapScopes]string{
 	CapScopeOther:     labelOther,
-	CapScopeIP:        "ip",
-	CapScopePrincipal: "principal",
+	CapScopeIP:        sessioncap.ScopeIP,
+	CapScopePrincipal: sessioncap.ScopePrincipal,
 }
 
+// CapScopeOf returns the CapScope of a scope the session caps reported
+// (sessioncap.ScopeIP, sessioncap.ScopePrincipal); anything else is
+// CapScopeOther.
+func CapScopeOf(scope string) CapScope { return enumOf[CapScope](capScopeLabels[:], scope) }
+
 // String returns the label value s is counted under.
-func (s CapScope) String() string {
-	if int(s) >= numCapScopes {
-		return labelOther
-	}
-	return capScopeLabels[s]
-}
+func (s CapScope) String() string { return labelOf(capScopeLabels[:], s) }
 
 // capMetrics are the session caps' collectors. Refusals are counted
 // where the client sees them: stompgate_handshakes_total{result=
@@ -66,10 +70,7 @@ func (m *Metrics) SessionCapAcquired(s CapScope) {
 	if m == nil {
 		return
 	}
-	if int(s) >= numCapScopes {
-		s = CapScopeOther
-	}
-	m.caps.leases[s].Inc()
+	m.caps.leases[known(capScopeLabels[:], s)].Inc()
 }
 
 // SessionCapReleased counts a slot given back in scope
@@ -78,10 +79,7 @@ func (m *Metrics) SessionCapReleased(s CapScope) {
 	if m == nil {
 		return
 	}
-	if int(s) >= numCapScopes {
-		s = CapScopeOther
-	}
-	m.caps.leases[s].Dec()
+	m.caps.leases[known(capScopeLabels[:], s)].Dec()
 }
 
 // SessionCapStoreError counts a failed Redis call of the session caps

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/internal/fallback"
 	"github.com/stompgate/stompgate/internal/randid"
 )
 
@@ -180,6 +181,7 @@ func (s *RedisStore) Acquire(ctx context.Context, key string, max int) (id strin
 	defer cancel()
 	vals, err := acquireScript.Run(ctx, s.client, []string{s.setKey(key)}, max, s.ttl.Milliseconds(), id).Int64Slice()
 	if err != nil {
+		fallback.FollowCluster(s.client)
 		return "", 0, false, fmt.Errorf("sessioncap: redis acquire: %w", err)
 	}
 	if len(vals) != 2 {
@@ -214,6 +216,7 @@ func (s *RedisStore) Release(ctx context.Context, key, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.client.ZRem(ctx, s.setKey(key), id).Err(); err != nil {
+		fallback.FollowCluster(s.client)
 		return fmt.Errorf("sessioncap: redis release: %w", err)
 	}
 	return nil
@@ -305,6 +308,7 @@ func (s *RedisStore) renew() {
 	s.mu.Unlock()
 	switch {
 	case err != nil:
+		fallback.FollowCluster(s.client)
 		s.observer.StoreError(err)
 		if !was {
 			s.logger.Warn("sessioncap: renewing session leases failed; they expire after the lease TTL unless a later renewal succeeds",

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Config configures a Switch. Every field is required except Now.
@@ -162,4 +164,19 @@ func (s *Switch) endProbe(force bool) bool {
 	}
 	s.probing = false
 	return true
+}
+
+// FollowCluster schedules a reload of a Cluster client's slot map after a
+// failed call; on any other client it does nothing. A connection that
+// stops answering (a paused or partitioned master) is already bounded by
+// the caller's timeout and dropped from the pool when it times out
+// (ContextTimeoutEnabled), but go-redis learns that a replica took over
+// only from a MOVED answer or its periodic reload (60 s by default), and a
+// silent master sends no MOVED: without this a store would fail for up to
+// a minute after the failover completed. go-redis runs one reload at a
+// time, at most one per 200 ms, however many calls fail.
+func FollowCluster(c redis.UniversalClient) {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
