@@ -20,6 +20,12 @@ import (
 // never larger than what a client may send.
 const DefaultMaxBody = stompframe.DefaultMaxFrameSize
 
+// DefaultMaxHeaders is the most headers publish accepts: stompframe's
+// default header limit, so that every subscriber's client can read the
+// MESSAGE and the relay carries it (it drops payloads of more than 1024
+// headers).
+const DefaultMaxHeaders = stompframe.DefaultMaxHeaders
+
 // Endpoints, as reported to Observer.APIRequest.
 const (
 	EndpointPublish    = "publish"
@@ -58,6 +64,10 @@ type Config struct {
 	// one is answered 400 naming the body field. Default DefaultMaxBody;
 	// negative is an error.
 	MaxBody int
+	// MaxHeaders is the most headers publish takes; more is answered 400
+	// naming the headers field. Default DefaultMaxHeaders; negative is an
+	// error.
+	MaxHeaders int
 	// Others carries disconnect requests to the other instances. Nil:
 	// disconnect ends this instance's sessions only.
 	Others Others
@@ -89,6 +99,12 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxHeaders < 0 {
+		return nil, errors.New("api: MaxHeaders " + strconv.Itoa(cfg.MaxHeaders) + " is negative")
+	}
+	if cfg.MaxHeaders == 0 {
+		cfg.MaxHeaders = DefaultMaxHeaders
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}

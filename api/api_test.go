@@ -99,6 +99,15 @@ func (f *fixture) call(t *testing.T, method, path, key, body string) (int, map[s
 	return resp.StatusCode, v
 }
 
+// manyHeaders returns the members of a JSON object of n headers.
+func manyHeaders(n int) string {
+	hs := make([]string, n)
+	for i := range hs {
+		hs[i] = fmt.Sprintf(`"h%d":"v"`, i)
+	}
+	return strings.Join(hs, ",")
+}
+
 func TestNewValidates(t *testing.T) {
 	srv, err := server.New(server.Config{})
 	if err != nil {
@@ -111,6 +120,7 @@ func TestNewValidates(t *testing.T) {
 		{Config{Key: "k"}, "api: Server is nil"},
 		{Config{Server: srv}, "api: Key is empty"},
 		{Config{Server: srv, Key: "k", MaxBody: -1}, "api: MaxBody -1 is negative"},
+		{Config{Server: srv, Key: "k", MaxHeaders: -1}, "api: MaxHeaders -1 is negative"},
 	} {
 		if _, err := New(tc.cfg); err == nil || err.Error() != tc.want {
 			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.want)
@@ -176,6 +186,7 @@ func TestPublishRefuses(t *testing.T) {
 		{`{"destination":"/t","body":"a","body_base64":"YQ=="}`, "body_base64"},
 		{`{"destination":"/t","headers":{"":"x"}}`, "headers"},
 		{`{"destination":"/t","body":"` + strings.Repeat("x", 200<<10) + `"}`, "body"},
+		{`{"destination":"/t","headers":{` + manyHeaders(DefaultMaxHeaders+1) + `}}`, "headers"},
 	} {
 		code, v := f.call(t, "POST", "/api/v1/publish", "s3cret", tc.body)
 		if code != http.StatusBadRequest || v["field"] != tc.field || v["error"] == "" {

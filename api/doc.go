@@ -13,7 +13,8 @@
 //	                         or "body_base64" for a binary body.
 //	                         202 {"id": "<message id>", "delivered": <local subscribers>}
 //	                         Delivered on every instance through the relay;
-//	                         no client limit applies.
+//	                         no client limit applies; at most
+//	                         Config.MaxHeaders headers (default 64).
 //	POST /api/v1/disconnect  {"principal": "alice"} or {"session": "<id>"},
 //	                         optional "reason" (the ERROR frame's body).
 //	                         200 {"disconnected": <sessions ended here>};

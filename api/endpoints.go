@@ -98,6 +98,9 @@ func (h *handler) publish(r *http.Request) (int, any) {
 		}
 		return badRequest(field, fmt.Sprintf("the body is %d bytes; at most %d", len(body), h.cfg.MaxBody))
 	}
+	if len(req.Headers) > h.cfg.MaxHeaders {
+		return badRequest("headers", fmt.Sprintf("%d headers; at most %d", len(req.Headers), h.cfg.MaxHeaders))
+	}
 	names := make([]string, 0, len(req.Headers))
 	for n := range req.Headers {
 		if n == "" {

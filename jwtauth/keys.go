@@ -19,7 +19,7 @@ const (
 	// AlgHS256 is HMAC with SHA-256 over Config.Secret.
 	AlgHS256 = "HS256"
 	// AlgRS256 is RSASSA-PKCS1-v1_5 with SHA-256 (RFC 7518 3.3), for RSA
-	// public keys of at least MinRSABits.
+	// public keys of MinRSABits to MaxRSABits.
 	AlgRS256 = "RS256"
 	// AlgES256 is ECDSA on P-256 with SHA-256 (RFC 7518 3.4), for P-256
 	// public keys only.
@@ -30,6 +30,13 @@ const (
 // 2048 bits for RS256; a shorter key is refused where it is loaded, not
 // when a token arrives.
 const MinRSABits = 2048
+
+// MaxRSABits is the longest RSA modulus accepted, four times the usual
+// 2048: the cost of a verification grows with the square of the modulus
+// or worse, and without a bound one key in a JWKS document of
+// DefaultJWKSMaxBytes could be two million bits long and make every
+// CONNECT whose token names it expensive to refuse.
+const MaxRSABits = 8192
 
 // KeySource finds the public keys that may verify a token. The Verifier
 // asks it with the token's alg (AlgRS256 or AlgES256) and the kid of the
@@ -62,8 +69,11 @@ func keyAlg(key crypto.PublicKey) (string, error) {
 		if k == nil || k.N == nil {
 			return "", errors.New("empty RSA key")
 		}
-		if bits := k.N.BitLen(); bits < MinRSABits {
+		switch bits := k.N.BitLen(); {
+		case bits < MinRSABits:
 			return "", fmt.Errorf("RSA key of %d bits is shorter than %d", bits, MinRSABits)
+		case bits > MaxRSABits:
+			return "", fmt.Errorf("RSA key of %d bits is longer than %d", bits, MaxRSABits)
 		}
 		return AlgRS256, nil
 	case *ecdsa.PublicKey:

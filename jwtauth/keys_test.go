@@ -9,6 +9,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"math/big"
@@ -172,5 +173,24 @@ func TestZeroStaticKeys(t *testing.T) {
 	var k StaticKeys
 	if keys, err := k.PublicKeys(AlgRS256, ""); len(keys) != 0 || !errors.Is(err, ErrUnknownKey) {
 		t.Errorf("zero StaticKeys: PublicKeys = %v, %v; want none and ErrUnknownKey", keys, err)
+	}
+}
+
+// An RSA modulus longer than MaxRSABits is refused where keys are loaded:
+// from a JWKS document it is an unusable key.
+func TestRSAKeyTooLong(t *testing.T) {
+	n := new(big.Int).Lsh(big.NewInt(1), MaxRSABits) // MaxRSABits+1 bits
+	n.SetBit(n, 0, 1)
+	if _, err := keyAlg(&rsa.PublicKey{N: n, E: 65537}); err == nil || !strings.Contains(err.Error(), "longer than 8192") {
+		t.Fatalf("keyAlg(%d-bit key) = %v, want an error naming the bound", n.BitLen(), err)
+	}
+	raw := `{"kty":"RSA","n":"` + base64.RawURLEncoding.EncodeToString(n.Bytes()) + `","e":"AQAB"}`
+	if _, err := parseJWK([]byte(raw)); err == nil {
+		t.Fatal("parseJWK took an RSA key longer than MaxRSABits")
+	}
+	max := new(big.Int).Rsh(n, 1) // MaxRSABits bits
+	max.SetBit(max, 0, 1)
+	if alg, err := keyAlg(&rsa.PublicKey{N: max, E: 65537}); err != nil || alg != AlgRS256 {
+		t.Fatalf("keyAlg(%d-bit key) = %q, %v; want RS256", max.BitLen(), alg, err)
 	}
 }

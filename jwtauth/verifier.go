@@ -108,8 +108,10 @@ func (v *Verifier) Verify(token string, now time.Time) (*interceptor.Principal, 
 	}
 	p := &interceptor.Principal{Name: c.Subject, Expires: c.ExpiresAt.Add(v.cfg.Leeway)}
 	if c.STOMP != nil {
-		p.Subscribe = nonNil(c.STOMP.Subscribe)
-		p.Send = nonNil(c.STOMP.Send)
+		// c is this call's own, so its lists are taken, not copied; an
+		// absent list stays nil (any destination), a present one, even
+		// empty, restricts.
+		p.Subscribe, p.Send = c.STOMP.Subscribe, c.STOMP.Send
 	}
 	return p, nil
 }
@@ -160,13 +162,4 @@ type Claims struct {
 type DestinationClaims struct {
 	Subscribe []string `json:"subscribe"`
 	Send      []string `json:"send"`
-}
-
-// nonNil keeps the distinction the claim format makes: an absent list
-// (nil) allows any destination; a present one, even empty, restricts.
-func nonNil(v []string) []string {
-	if v == nil {
-		return nil
-	}
-	return append(make([]string, 0, len(v)), v...)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -64,23 +63,7 @@ func TestClusterResubscribe(t *testing.T) {
 	sub := stomptest.Subscribe(t, a.dial(t), dest)
 	waitShardSubscribed()
 	pub := b.dial(t)
-	crosses := func() {
-		t.Helper()
-		poll.Until(t, 2*clientTimeout, func() error {
-			if err := pub.Send(dest, "text/plain", []byte("x"), nil); err != nil {
-				t.Fatalf("SEND: %v", err)
-			}
-			select {
-			case m := <-sub.C:
-				if m.Err != nil {
-					t.Fatalf("subscription: %v", m.Err)
-				}
-				return nil
-			case <-time.After(100 * time.Millisecond):
-				return fmt.Errorf("no message crossed yet")
-			}
-		})
-	}
+	crosses := func() { t.Helper(); crossesEventually(t, pub, sub, dest) }
 	crosses()
 
 	node.Restart()

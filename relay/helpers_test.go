@@ -202,3 +202,23 @@ func (o *countingObserver) inOutage() (active bool, entered int) {
 	defer o.mu.Unlock()
 	return o.outage, o.outages
 }
+
+// crossesEventually sends to dest on pub until a message arrives on sub:
+// the path through Redis between the two instances works (again).
+func crossesEventually(t *testing.T, pub *stomp.Conn, sub *stomp.Subscription, dest string) {
+	t.Helper()
+	poll.Until(t, 2*clientTimeout, func() error {
+		if err := pub.Send(dest, "text/plain", []byte("x"), nil); err != nil {
+			t.Fatalf("SEND: %v", err)
+		}
+		select {
+		case m := <-sub.C:
+			if m.Err != nil {
+				t.Fatalf("subscription: %v", m.Err)
+			}
+			return nil
+		case <-time.After(100 * time.Millisecond):
+			return fmt.Errorf("no message crossed yet")
+		}
+	})
+}

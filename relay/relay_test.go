@@ -307,23 +307,7 @@ func TestHalfOpenRedis(t *testing.T) {
 	subA := stomptest.Subscribe(t, a.dial(t), dest)
 	waitSubscribers(t, rdb, a.relay, dest, 1)
 	pubB := b.dial(t)
-	crosses := func() {
-		t.Helper()
-		poll.Until(t, 2*clientTimeout, func() error {
-			if err := pubB.Send(dest, "text/plain", []byte("x"), nil); err != nil {
-				t.Fatalf("SEND: %v", err)
-			}
-			select {
-			case m := <-subA.C:
-				if m.Err != nil {
-					t.Fatalf("subscription: %v", m.Err)
-				}
-				return nil
-			case <-time.After(100 * time.Millisecond):
-				return fmt.Errorf("no message crossed yet")
-			}
-		})
-	}
+	crosses := func() { t.Helper(); crossesEventually(t, pubB, subA, dest) }
 	crosses()
 	if _, down := a.obs.subscriptions(); down != 0 {
 		t.Fatalf("a: %d channels down before the pause, want 0", down)

@@ -17,7 +17,11 @@ type group struct {
 	id int
 	// channels are the group's wanted channels; a channel is true once
 	// the current connection has Redis' confirmation for it (live).
+	// Change them with setLive, drop and allDown, which keep live.
 	channels map[string]bool
+	// live counts the true entries of channels, so that down, read on
+	// every control pass, does not walk them.
+	live int
 	// conn carries the channels; nil while waiting for retryAt.
 	conn *subConn
 	// retryAt is when to connect again while conn is nil.
@@ -34,14 +38,37 @@ type group struct {
 }
 
 // down returns the number of wanted channels that are not live.
-func (g *group) down() int {
-	n := 0
-	for _, live := range g.channels {
-		if !live {
-			n++
-		}
+func (g *group) down() int { return len(g.channels) - g.live }
+
+// setLive makes ch wanted, live or not.
+func (g *group) setLive(ch string, live bool) {
+	was, ok := g.channels[ch]
+	if ok && was == live {
+		return
 	}
-	return n
+	g.channels[ch] = live
+	switch {
+	case live:
+		g.live++
+	case was:
+		g.live--
+	}
+}
+
+// drop makes ch unwanted.
+func (g *group) drop(ch string) {
+	if g.channels[ch] {
+		g.live--
+	}
+	delete(g.channels, ch)
+}
+
+// allDown marks every channel not live, for a new connection.
+func (g *group) allDown() {
+	for ch := range g.channels {
+		g.channels[ch] = false
+	}
+	g.live = 0
 }
 
 // subs is the control goroutine's state.
@@ -151,11 +178,11 @@ func (r *Relay) apply(s *subs, changes []change) {
 		ch := r.Channel(c.dest)
 		if c.want {
 			s.subscribed[c.dest] = struct{}{}
-			g.channels[ch] = false
+			g.setLive(ch, false)
 			o.sub = append(o.sub, ch)
 		} else {
 			delete(s.subscribed, c.dest)
-			delete(g.channels, ch)
+			g.drop(ch)
 			o.unsub = append(o.unsub, ch)
 		}
 	}
@@ -228,8 +255,8 @@ func (r *Relay) connect(g *group) error {
 	chans := make([]string, 0, len(g.channels))
 	for ch := range g.channels {
 		chans = append(chans, ch)
-		g.channels[ch] = false
 	}
+	g.allDown()
 	var ps *redis.PubSub
 	if cc, ok := r.cfg.Client.(*redis.ClusterClient); ok {
 		node, err := cc.MasterForKey(ctx, chans[0])
@@ -268,9 +295,7 @@ func (r *Relay) lose(s *subs, g *group, reason string, now time.Time) {
 		r.outage.remove(groupPath(g.id))
 		return
 	}
-	for ch := range g.channels {
-		g.channels[ch] = false
-	}
+	g.allDown()
 	if proven {
 		g.retryAt = now
 	} else {
@@ -305,7 +330,7 @@ func (r *Relay) handleEvents(s *subs) {
 		case eventSubscribed:
 			e.conn.proven = true
 			if _, want := g.channels[e.channel]; want {
-				g.channels[e.channel] = true
+				g.setLive(e.channel, true)
 			}
 		case eventUnsubscribed:
 			if g.unsubs[e.channel] > 0 {
