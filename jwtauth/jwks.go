@@ -152,6 +152,8 @@ type JWKS struct {
 	lastErr     error         // of the latest fetch
 	failing     bool          // the latest fetch failed (logged once per change)
 	closed      bool
+	// first is closed when the fetch New started has ended.
+	first <-chan struct{}
 }
 
 var _ KeySource = (*JWKS)(nil)
@@ -217,6 +219,7 @@ func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 	j.ctx, j.cancel = context.WithCancel(context.Background())
 	j.mu.Lock()
 	first := j.fetchLocked()
+	j.first = first
 	j.mu.Unlock()
 	j.wg.Add(1)
 	go j.refreshLoop(first)

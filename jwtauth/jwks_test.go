@@ -168,11 +168,13 @@ func newJWKS(t *testing.T, cfg JWKSConfig) *JWKS {
 		t.Fatalf("NewJWKS: %v", err)
 	}
 	t.Cleanup(j.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	// The first fetch is under way: Refresh joins it rather than start
-	// another.
-	_ = j.Refresh(ctx)
+	// Wait for the fetch New started; a Refresh here would start a
+	// second one when the first had already ended.
+	select {
+	case <-j.first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first JWKS fetch did not end")
+	}
 	return j
 }
 
