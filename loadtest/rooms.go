@@ -125,8 +125,8 @@ type roomsReport struct {
 
 func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, error) {
 	rr := &roomsReport{Sessions: cfg.sessions, RoomSize: cfg.roomSize, Rate: cfg.rate, HeartBeatMillis: cfg.heartBeat.Milliseconds()}
-	rss := rssReader{pid: cfg.pid, url: cfg.metricsEndpoint()}
-	if v, src, err := rss.read(ctx); err == nil {
+	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
+	if v, src, err := rss.rss(ctx); err == nil {
 		rr.RSSSource, rr.RSSBefore = src, v
 	}
 
