@@ -195,13 +195,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, er
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		for _, c := range r.classes {
-			for _, p := range c.pubs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					p.runPaced(ctx, r.ck, start, end, cfg.rate)
-				}()
-			}
+			r.pace(ctx, c.pubs, start, end, cfg.rate, wg)
 		}
 	})
 	rep := &report{
