@@ -404,13 +404,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src usageSour
 		attackDoneAt time.Time
 	)
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		for _, p := range honest.pubs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				p.runPaced(ctx, r.ck, start, end, cfg.honestRate)
-			}()
-		}
+		r.pace(ctx, honest.pubs, start, end, cfg.honestRate, wg)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

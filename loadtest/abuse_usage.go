@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -11,44 +10,6 @@ import (
 // server's RSS and CPU: an attack can grow the heap by 200 MB a second,
 // and a tenth of a second catches its peak within a few percent.
 const defaultSampleInterval = 100 * time.Millisecond
-
-// usageSource reads the server's RSS and CPU time: from /proc when pid is
-// set, else from process_resident_memory_bytes and
-// process_cpu_seconds_total on the metrics page at url.
-type usageSource struct {
-	pid int
-	url string
-}
-
-// kind names the source for the report: "proc", "metrics" or "" (none).
-func (u usageSource) kind() string {
-	switch {
-	case u.pid > 0:
-		return "proc"
-	case u.url != "":
-		return "metrics"
-	}
-	return ""
-}
-
-// read returns one sample.
-func (u usageSource) read(ctx context.Context) (rss int64, cpu time.Duration, err error) {
-	if u.pid > 0 {
-		if rss, err = procRSS(u.pid); err != nil {
-			return 0, 0, err
-		}
-		cpu, err = procCPU(u.pid)
-		return rss, cpu, err
-	}
-	s, err := scrape(ctx, u.url)
-	if err != nil {
-		return 0, 0, err
-	}
-	if !s.has(metricRSS) || !s.has(metricCPU) {
-		return 0, 0, fmt.Errorf("%s has no %s or %s", u.url, metricRSS, metricCPU)
-	}
-	return int64(s.sum(metricRSS)), time.Duration(s.sum(metricCPU) * float64(time.Second)), nil
-}
 
 // usageSample is one reading.
 type usageSample struct {

@@ -130,18 +130,8 @@ func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*report, er
 	}
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		for _, c := range []struct {
-			cls  *class
-			rate float64
-		}{{normal, cfg.normalRate}, {abuser, cfg.abuserRate}} {
-			for _, p := range c.cls.pubs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					p.runPaced(ctx, r.ck, start, end, c.rate)
-				}()
-			}
-		}
+		r.pace(ctx, normal.pubs, start, end, cfg.normalRate, wg)
+		r.pace(ctx, abuser.pubs, start, end, cfg.abuserRate, wg)
 	})
 	rep := &report{
 		Scenario: "flood",

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -84,30 +83,6 @@ type idleReport struct {
 	Errors        []string `json:"errors,omitempty"`
 }
 
-// rssReader reads the server's RSS from /proc or its metrics.
-type rssReader struct {
-	pid int
-	url string
-}
-
-func (r rssReader) read(ctx context.Context) (int64, string, error) {
-	if r.pid > 0 {
-		v, err := procRSS(r.pid)
-		return v, "proc", err
-	}
-	if r.url == "" {
-		return 0, "", errors.New("no -pid and no metrics endpoint")
-	}
-	s, err := scrape(ctx, r.url)
-	if err != nil {
-		return 0, "", err
-	}
-	if !s.has(metricRSS) {
-		return 0, "", fmt.Errorf("%s has no %s", r.url, metricRSS)
-	}
-	return int64(s.sum(metricRSS)), "metrics", nil
-}
-
 func runIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg idleConfig
 	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
@@ -132,14 +107,14 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	defer cancel()
 	cpu0 := selfCPU()
 	ir := &idleReport{Requested: cfg.sessions}
-	rss := rssReader{pid: cfg.pid, url: cfg.metricsEndpoint()}
+	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
 	var errs []string
 	noteErr := func(what string, err error) {
 		if len(errs) < 5 {
 			errs = append(errs, what+": "+err.Error())
 		}
 	}
-	if v, src, err := rss.read(ctx); err == nil {
+	if v, src, err := rss.rss(ctx); err == nil {
 		ir.RSSBefore, ir.RSSSource = v, src
 	} else {
 		noteErr("RSS before", err)
@@ -240,7 +215,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	case <-time.After(cfg.settle):
 	}
 	if ir.RSSSource != "" {
-		if v, _, err := rss.read(context.WithoutCancel(ctx)); err == nil {
+		if v, _, err := rss.rss(context.WithoutCancel(ctx)); err == nil {
 			ir.RSSAfter = v
 			if ir.Opened > 0 {
 				ir.PerSessionKiB = round3(float64(v-ir.RSSBefore) / float64(ir.Opened) / 1024)
@@ -252,7 +227,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	<-ctx.Done() // hold until the end of -duration (or Ctrl-C)
 	interrupted := time.Now().Before(end.Add(-50 * time.Millisecond))
 	if ir.RSSSource != "" {
-		if v, _, err := rss.read(context.Background()); err == nil {
+		if v, _, err := rss.rss(context.Background()); err == nil {
 			ir.RSSEnd = v
 		}
 	}

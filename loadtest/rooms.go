@@ -125,8 +125,8 @@ type roomsReport struct {
 
 func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, error) {
 	rr := &roomsReport{Sessions: cfg.sessions, RoomSize: cfg.roomSize, Rate: cfg.rate, HeartBeatMillis: cfg.heartBeat.Milliseconds()}
-	rss := rssReader{pid: cfg.pid, url: cfg.metricsEndpoint()}
-	if v, src, err := rss.read(ctx); err == nil {
+	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
+	if v, src, err := rss.rss(ctx); err == nil {
 		rr.RSSSource, rr.RSSBefore = src, v
 	}
 
@@ -195,13 +195,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, er
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		for _, c := range r.classes {
-			for _, p := range c.pubs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					p.runPaced(ctx, r.ck, start, end, cfg.rate)
-				}()
-			}
+			r.pace(ctx, c.pubs, start, end, cfg.rate, wg)
 		}
 	})
 	rep := &report{

@@ -257,6 +257,19 @@ type loadResult struct {
 	tool           toolReport
 }
 
+// pace starts one goroutine per publisher of pubs, each sending at rate
+// per second from start until end (publisher.runPaced), counted in wg:
+// the launch of execute for every paced scenario.
+func (r *loadRun) pace(ctx context.Context, pubs []*publisher, start, end time.Time, rate float64, wg *sync.WaitGroup) {
+	for _, p := range pubs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.runPaced(ctx, r.ck, start, end, rate)
+		}()
+	}
+}
+
 // execute runs the publishers from a common start for cfg.duration,
 // samples once a second, drains, closes everything and measures.
 // start(ctx, start, end, wg) launches the publishers.

@@ -21,48 +21,18 @@ duration=${ROOMS_DURATION:-20s}
 sg_url="ws://127.0.0.1:$port/ws"
 rmq_url="ws://127.0.0.1:${RMQ_WS_PORT:-15674}/ws"
 
-if ! command -v jq >/dev/null 2>&1; then
-  echo "installing: jq"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends jq >/dev/null
-fi
-# 10,000 sessions need 10,000 descriptors on each side.
-ulimit -n "$(ulimit -Hn)"
-
-work=$(mktemp -d)
-server_pid=
 rmq_dir=
-stop_servers() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-  fi
+# cleanup: lib.sh's exit trap stops RabbitMQ as well as wsserver.
+cleanup() {
+  stop_server
   if [ -n "$rmq_dir" ]; then
     ./scripts/rabbitmq.sh stop "$rmq_dir" || true
     rmq_dir=
   fi
 }
-trap 'stop_servers; rm -rf "$work"' EXIT
-
-echo "building wsserver and loadtest"
-go build -o "$work/wsserver" ./cmd/wsserver
-go build -o "$work/loadtest" ./loadtest
-
-start_stompgate() {
-  "$work/wsserver" -addr "127.0.0.1:$port" -log-level error >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "wsserver did not start:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-}
+# jq, the descriptor limit, $work, the binaries, start_server/stop_server.
+# shellcheck source=scripts/lib.sh
+. ./scripts/lib.sh
 
 # rooms NAME ARGS...: one rooms run, JSON into $work/NAME.json; a run
 # that fails leaves its error in $work/NAME.err and the script goes on.
@@ -78,14 +48,14 @@ rooms() {
 
 pairs=()
 for n in $sizes; do
-  start_stompgate
+  start_server
   rooms "sg_$n" -url "$sg_url" -sessions "$n" -pid "$server_pid"
-  stop_servers
+  cleanup
   sleep 2
   rmq_dir="$work/rabbitmq_$n"
   rmq_pid=$(./scripts/rabbitmq.sh start "$rmq_dir")
   rooms "rmq_$n" -url "$rmq_url" -login guest -passcode guest -host / -metrics-url off -sessions "$n" -pid "$rmq_pid"
-  stop_servers
+  cleanup
   sleep 2
   if [ -f "$work/sg_$n.json" ] && [ -f "$work/rmq_$n.json" ]; then
     pairs+=("$work/sg_$n.json" "$work/rmq_$n.json")

@@ -18,45 +18,9 @@ port=${BENCH_PORT:-18090}
 out=${BENCH_OUT:-BENCHMARKS.md}
 url="ws://127.0.0.1:$port/ws"
 
-if ! command -v jq >/dev/null 2>&1; then
-  echo "installing: jq"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends jq >/dev/null
-fi
-# 10,000 idle sessions need 10,000 descriptors on each side.
-ulimit -n "$(ulimit -Hn)"
-
-work=$(mktemp -d)
-server_pid=
-stop_server() {
-  if [ -n "$server_pid" ]; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=
-  fi
-}
-trap 'stop_server; rm -rf "$work"' EXIT
-
-echo "building wsserver and loadtest"
-go build -o "$work/wsserver" ./cmd/wsserver
-go build -o "$work/loadtest" ./loadtest
-
-# start_server FLAGS...: a fresh wsserver on the bench port.
-start_server() {
-  stop_server
-  "$work/wsserver" -addr "127.0.0.1:$port" -log-level error "$@" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 100); do
-    if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "wsserver did not start:" >&2
-  cat "$work/server.log" >&2
-  exit 1
-}
+# jq, the descriptor limit, $work, the binaries, start_server/stop_server.
+# shellcheck source=scripts/lib.sh
+. ./scripts/lib.sh
 
 # lt NAME ARGS...: one loadtest run, JSON into $work/NAME.json, the
 # command line (as a reader would type it) into $work/NAME.cmd.

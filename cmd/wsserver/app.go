@@ -51,7 +51,6 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 			a.close()
 		}
 	}()
-	logger = redactTokens(logger)
 	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
 	if err != nil {
 		return nil, fmt.Errorf("-metrics-destination-prefixes: %w", err)

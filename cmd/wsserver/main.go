@@ -62,7 +62,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
-	logger = redactTokens(logger)
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
 	a, err := newApp(&st, logger)
@@ -119,6 +118,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	return nil
 }
 
+// newLogger returns the program's logger, writing to w at level in
+// format, with tokens redacted (redactTokens) from every line.
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -127,9 +128,9 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationsAsText}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return redactTokens(slog.New(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return redactTokens(slog.New(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -94,9 +95,8 @@ func (s *settings) validate() error {
 	case "/", "/healthz", "/readyz", "/metrics":
 		return badSetting("ws-path", s.wsPath, "is taken by another endpoint")
 	}
-	switch s.sendAlgorithm {
-	case "fixed", "sliding", "token":
-	default:
+	// The names are sessionlimit's: a list of its own here would drift.
+	if _, err := sessionlimit.ParseAlgorithm(s.sendAlgorithm); err != nil {
 		return badSetting("send-limit-algorithm", s.sendAlgorithm, "want fixed, sliding or token")
 	}
 	switch s.limiterFail {
