@@ -81,7 +81,10 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 	if st.apiKey == "" {
 		return nil
 	}
-	cfg := api.Config{Server: a.stomp, Key: st.apiKey, MaxBody: st.apiMaxBody, Observer: observer{a.metrics}, Logger: logger}
+	cfg := api.Config{Server: a.stomp, Key: st.apiKey, MaxBody: st.apiMaxBody,
+		// A published message may carry as many headers as a client's
+		// SEND may: -max-headers.
+		MaxHeaders: st.maxHeaders, Observer: observer{a.metrics}, Logger: logger}
 	if a.fanout != nil {
 		cfg.Others = a.fanout
 	}

@@ -95,7 +95,7 @@ var _ sessioncap.Observer = capObserver{}
 func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 	switch {
 	case d.Allowed:
-		o.m.SessionCapAcquired(capScope(scope))
+		o.m.SessionCapAcquired(metrics.CapScopeOf(scope))
 	case scope != sessioncap.ScopeIP:
 	case d.Store == sessioncap.StoreNone:
 		o.m.Handshake(server.HandshakeStoreError)
@@ -104,17 +104,7 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 	}
 }
 
-func (o capObserver) Released(scope string) { o.m.SessionCapReleased(capScope(scope)) }
+func (o capObserver) Released(scope string) { o.m.SessionCapReleased(metrics.CapScopeOf(scope)) }
 func (o capObserver) Fallback(active bool)  { o.m.SetSessionCapFallback(active) }
 func (o capObserver) StoreError(error)      { o.m.SessionCapStoreError() }
 func (o capObserver) LeasesRestored(n int)  { o.m.SessionCapLeasesRestored(n) }
-
-func capScope(scope string) metrics.CapScope {
-	switch scope {
-	case sessioncap.ScopeIP:
-		return metrics.CapScopeIP
-	case sessioncap.ScopePrincipal:
-		return metrics.CapScopePrincipal
-	}
-	return metrics.CapScopeOther
-}
