@@ -84,13 +84,11 @@ type Config struct {
 //
 // A Limiter is safe for concurrent use. Create it with New.
 type Limiter struct {
-	redis         *RedisStore
-	memory        *MemoryStore
-	failClosed    bool
-	retryInterval time.Duration
-	logger        *slog.Logger
-	observer      Observer
-	now           func() time.Time
+	redis      *RedisStore
+	memory     *MemoryStore
+	failClosed bool
+	observer   Observer
+	now        func() time.Time
 
 	// fallback is the Redis outage state: the mode, the retry pacing and
 	// the background probe.
@@ -125,13 +123,15 @@ func New(cfg Config) (*Limiter, error) {
 		cfg.Now = time.Now
 	}
 	l := &Limiter{
-		redis:         cfg.Redis,
-		memory:        cfg.Memory,
-		failClosed:    cfg.FailClosed,
-		retryInterval: cfg.RetryInterval,
-		logger:        cfg.Logger,
-		observer:      cfg.Observer,
-		now:           cfg.Now,
+		redis:      cfg.Redis,
+		memory:     cfg.Memory,
+		failClosed: cfg.FailClosed,
+		observer:   cfg.Observer,
+		now:        cfg.Now,
+	}
+	mode := "deciding in process memory"
+	if cfg.FailClosed {
+		mode = "refusing every handshake (fail closed)"
 	}
 	l.fallback = fallback.New(fallback.Config{
 		RetryInterval: cfg.RetryInterval,
@@ -145,19 +145,10 @@ func New(cfg Config) (*Limiter, error) {
 			defer cancel()
 			return l.redis.client.Ping(ctx).Err()
 		},
-		Entered: func(err error) {
-			mode := "deciding in process memory"
-			if l.failClosed {
-				mode = "refusing every handshake (fail closed)"
-			}
-			l.logger.Warn("handshake: redis unavailable, entering fallback mode: "+mode,
-				"err", err, "retry_interval", l.retryInterval)
-			l.observer.Fallback(true)
-		},
-		Left: func() {
-			l.logger.Info("handshake: redis answers again, leaving fallback mode")
-			l.observer.Fallback(false)
-		},
+		Name:        "handshake",
+		Mode:        mode,
+		Logger:      cfg.Logger,
+		Changed:     func(active bool) { l.observer.Fallback(active) },
 		ProbeFailed: func(err error) { l.observer.StoreError(StoreRedis, err) },
 	})
 	return l, nil

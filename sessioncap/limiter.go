@@ -101,13 +101,11 @@ type Config struct {
 // A Limiter is safe for concurrent use. Create it with New and Close it
 // after its sessions ended.
 type Limiter struct {
-	redis         *RedisStore
-	memory        *MemoryStore
-	failClosed    bool
-	retryInterval time.Duration
-	logger        *slog.Logger
-	observer      Observer
-	now           func() time.Time
+	redis      *RedisStore
+	memory     *MemoryStore
+	failClosed bool
+	observer   Observer
+	now        func() time.Time
 
 	// fallback is the Redis outage state: the mode, the retry pacing and
 	// the background probe.
@@ -132,13 +130,15 @@ func New(cfg Config) (*Limiter, error) {
 		cfg.Now = time.Now
 	}
 	l := &Limiter{
-		redis:         cfg.Redis,
-		memory:        NewMemoryStore(),
-		failClosed:    cfg.FailClosed,
-		retryInterval: cfg.RetryInterval,
-		logger:        cfg.Logger,
-		observer:      cfg.Observer,
-		now:           cfg.Now,
+		redis:      cfg.Redis,
+		memory:     NewMemoryStore(),
+		failClosed: cfg.FailClosed,
+		observer:   cfg.Observer,
+		now:        cfg.Now,
+	}
+	mode := "counting this instance's sessions only"
+	if cfg.FailClosed {
+		mode = "refusing every new session (fail closed)"
 	}
 	l.fallback = fallback.New(fallback.Config{
 		RetryInterval: cfg.RetryInterval,
@@ -150,19 +150,10 @@ func New(cfg Config) (*Limiter, error) {
 			}
 			return l.redis.Ping(ctx)
 		},
-		Entered: func(err error) {
-			mode := "counting this instance's sessions only"
-			if l.failClosed {
-				mode = "refusing every new session (fail closed)"
-			}
-			l.logger.Warn("sessioncap: redis unavailable, entering fallback mode: "+mode,
-				"err", err, "retry_interval", l.retryInterval)
-			l.observer.Fallback(true)
-		},
-		Left: func() {
-			l.logger.Info("sessioncap: redis answers again, leaving fallback mode")
-			l.observer.Fallback(false)
-		},
+		Name:        "sessioncap",
+		Mode:        mode,
+		Logger:      cfg.Logger,
+		Changed:     func(active bool) { l.observer.Fallback(active) },
 		ProbeFailed: l.observer.StoreError,
 	})
 	return l, nil

@@ -8,6 +8,7 @@ package fallback
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,11 +26,14 @@ type Config struct {
 	ProbeInterval time.Duration
 	// Ping asks Redis whether it answers; it bounds itself.
 	Ping func(ctx context.Context) error
-	// Entered is called once when fallback mode starts, with the error
-	// that started it; Left once when it ends; ProbeFailed for each
-	// failed probe PING.
-	Entered     func(err error)
-	Left        func()
+	// Name prefixes the two log lines, one when fallback mode starts
+	// (Warn, with the error, saying Mode: what the store does meanwhile)
+	// and one when it ends (Info).
+	Name, Mode string
+	Logger     *slog.Logger
+	// Changed is told when fallback mode starts (true) and ends (false),
+	// once each; ProbeFailed about each failed probe PING.
+	Changed     func(active bool)
 	ProbeFailed func(err error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -86,7 +90,9 @@ func (s *Switch) due(now time.Time) bool {
 func (s *Switch) Failed(now time.Time, err error) {
 	s.next.Store(now.Add(s.cfg.RetryInterval).UnixNano())
 	if s.active.CompareAndSwap(false, true) {
-		s.cfg.Entered(err)
+		s.cfg.Logger.Warn(s.cfg.Name+": redis unavailable, entering fallback mode: "+s.cfg.Mode,
+			"err", err, "retry_interval", s.cfg.RetryInterval)
+		s.cfg.Changed(true)
 		s.startProbe()
 	}
 }
@@ -94,7 +100,8 @@ func (s *Switch) Failed(now time.Time, err error) {
 // Succeeded records a Redis answer: fallback mode ends if it ran.
 func (s *Switch) Succeeded() {
 	if s.active.CompareAndSwap(true, false) {
-		s.cfg.Left()
+		s.cfg.Logger.Info(s.cfg.Name + ": redis answers again, leaving fallback mode")
+		s.cfg.Changed(false)
 	}
 }
 

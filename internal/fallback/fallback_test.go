@@ -3,6 +3,7 @@ package fallback
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -23,9 +24,18 @@ func newSwitch(t *testing.T, ev *events, now func() time.Time, ping func(context
 		ProbeInterval: probe,
 		Now:           now,
 		Ping:          ping,
-		Entered:       func(error) { ev.mu.Lock(); ev.entered++; ev.mu.Unlock() },
-		Left:          func() { ev.mu.Lock(); ev.left++; ev.mu.Unlock() },
-		ProbeFailed:   func(error) { ev.mu.Lock(); ev.fails++; ev.mu.Unlock() },
+		Name:          "test",
+		Logger:        slog.New(slog.DiscardHandler),
+		Changed: func(active bool) {
+			ev.mu.Lock()
+			if active {
+				ev.entered++
+			} else {
+				ev.left++
+			}
+			ev.mu.Unlock()
+		},
+		ProbeFailed: func(error) { ev.mu.Lock(); ev.fails++; ev.mu.Unlock() },
 	})
 	t.Cleanup(s.Close)
 	return s
