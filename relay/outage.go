@@ -83,9 +83,11 @@ func (o *outage) failed(path, op string, err error) {
 	}
 	o.suspect[path] = struct{}{}
 	o.active.Store(true)
-	o.obs.RelayOutage(true)
+	// Log before telling the observer: whoever sees the outage in the
+	// metrics finds its line in the log.
 	o.logger.Warn("relay: Redis unreachable, messages to and from other instances are dropped until it is back",
 		"op", op, "err", err)
+	o.obs.RelayOutage(true)
 }
 
 // ok records a successful Redis operation on path; the outage ends, and
@@ -121,7 +123,7 @@ func (o *outage) endIfClearLocked() {
 	}
 	o.down = false
 	o.active.Store(false)
-	o.obs.RelayOutage(false)
 	o.logger.Info("relay: Redis reachable again, relaying resumed",
 		"outage", time.Since(o.since).Round(time.Millisecond))
+	o.obs.RelayOutage(false)
 }
