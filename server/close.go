@@ -5,7 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/coder/websocket"
+	"github.com/stompgate/stompgate/internal/wsconn"
 
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -20,7 +20,7 @@ import (
 // A CloseReason is immutable; compare reasons by pointer.
 type CloseReason struct {
 	label   string
-	code    websocket.StatusCode
+	code    wsconn.StatusCode
 	message string
 }
 
@@ -30,7 +30,7 @@ func (r *CloseReason) String() string { return r.label }
 // Code is the WebSocket close code sent with the close; zero for a reason
 // that ends the connection without a close handshake (the peer is gone
 // or not reading).
-func (r *CloseReason) Code() websocket.StatusCode { return r.code }
+func (r *CloseReason) Code() wsconn.StatusCode { return r.code }
 
 // Message is the ERROR frame's message header sent before the close, or
 // empty when the reason sends no ERROR or the message depends on the
@@ -40,7 +40,7 @@ func (r *CloseReason) Message() string { return r.message }
 // closeReasons holds every reason in definition order.
 var closeReasons []*CloseReason
 
-func defineClose(label string, code websocket.StatusCode, message string) *CloseReason {
+func defineClose(label string, code wsconn.StatusCode, message string) *CloseReason {
 	r := &CloseReason{label: label, code: code, message: message}
 	closeReasons = append(closeReasons, r)
 	return r
@@ -53,62 +53,62 @@ func CloseReasons() []*CloseReason { return append([]*CloseReason(nil), closeRea
 // The close reasons.
 var (
 	// CloseNormal: DISCONNECT, or a clean close by the client.
-	CloseNormal = defineClose("normal", websocket.StatusNormalClosure, "")
+	CloseNormal = defineClose("normal", wsconn.StatusNormalClosure, "")
 	// CloseProtocolError: an ERROR for a frame the server could not
 	// accept, or a stage rejected it (permission); the message names the
 	// problem.
-	CloseProtocolError = defineClose("protocol_error", websocket.StatusPolicyViolation, "")
+	CloseProtocolError = defineClose("protocol_error", wsconn.StatusPolicyViolation, "")
 	// CloseSlowConsumer: the outbound queue was full; queued frames are
 	// discarded and the close follows without an ERROR.
-	CloseSlowConsumer = defineClose("slow_consumer", websocket.StatusPolicyViolation, "slow consumer")
+	CloseSlowConsumer = defineClose("slow_consumer", wsconn.StatusPolicyViolation, "slow consumer")
 	// CloseHeartBeat: the client was silent past the negotiated
 	// heart-beat interval plus tolerance; the connection is dropped.
 	CloseHeartBeat = defineClose("heartbeat_timeout", 0, "")
 	// CloseConnectTimeout: no CONNECT in time after the upgrade.
-	CloseConnectTimeout = defineClose("connect_timeout", websocket.StatusPolicyViolation, "CONNECT timeout")
+	CloseConnectTimeout = defineClose("connect_timeout", wsconn.StatusPolicyViolation, "CONNECT timeout")
 	// CloseAuthFailed: missing, invalid or expired credentials.
-	CloseAuthFailed = defineClose("auth_failed", websocket.StatusPolicyViolation, "")
+	CloseAuthFailed = defineClose("auth_failed", wsconn.StatusPolicyViolation, "")
 	// CloseRateLimitAbuse: the session kept flooding past its limit, or
 	// its principal is banned for doing so.
-	CloseRateLimitAbuse = defineClose("rate_limit_abuse", websocket.StatusPolicyViolation, "rate limit exceeded")
+	CloseRateLimitAbuse = defineClose("rate_limit_abuse", wsconn.StatusPolicyViolation, "rate limit exceeded")
 	// CloseShutdown: the server is shutting down or draining.
-	CloseShutdown = defineClose("shutdown", websocket.StatusGoingAway, "server shutting down")
+	CloseShutdown = defineClose("shutdown", wsconn.StatusGoingAway, "server shutting down")
 	// ClosePanic: a panic was recovered while serving the session.
-	ClosePanic = defineClose("panic", websocket.StatusInternalError, "internal error")
+	ClosePanic = defineClose("panic", wsconn.StatusInternalError, "internal error")
 	// CloseClientGone: the connection broke without a clean close.
 	CloseClientGone = defineClose("client_gone", 0, "")
 	// CloseTokenExpired: the credentials the session was opened with
 	// expired and no newer ones arrived.
-	CloseTokenExpired = defineClose("token_expired", websocket.StatusPolicyViolation, "token expired")
+	CloseTokenExpired = defineClose("token_expired", wsconn.StatusPolicyViolation, "token expired")
 	// CloseControlFlood: more control frames (SUBSCRIBE, UNSUBSCRIBE,
 	// BEGIN, COMMIT, ABORT, frames asking for a receipt) than the
 	// session's budget.
-	CloseControlFlood = defineClose("control_flood", websocket.StatusPolicyViolation, "too many control frames")
+	CloseControlFlood = defineClose("control_flood", wsconn.StatusPolicyViolation, "too many control frames")
 	// ClosePingTimeout: a session that negotiated no STOMP heart-beat did
 	// not answer a WebSocket ping within the timeout; the connection is
 	// dropped.
 	ClosePingTimeout = defineClose("ping_timeout", 0, "")
 	// CloseSessionCap: a stage refused CONNECT because the principal
 	// already holds its maximum number of sessions.
-	CloseSessionCap = defineClose("session_cap", websocket.StatusPolicyViolation, "too many sessions")
+	CloseSessionCap = defineClose("session_cap", wsconn.StatusPolicyViolation, "too many sessions")
 	// CloseBackendError: the AppHandler did not take an app message (see
 	// AppHandler).
-	CloseBackendError = defineClose("backend_error", websocket.StatusTryAgainLater, "backend unavailable")
+	CloseBackendError = defineClose("backend_error", wsconn.StatusTryAgainLater, "backend unavailable")
 	// CloseDisconnected: the program ended the session (Server.Disconnect,
 	// the HTTP API's disconnect).
-	CloseDisconnected = defineClose("disconnected", websocket.StatusPolicyViolation, "disconnected by the server")
+	CloseDisconnected = defineClose("disconnected", wsconn.StatusPolicyViolation, "disconnected by the server")
 )
 
 // ending is how the server ends a session that it explains: an ERROR frame
 // and then a close. Zero fields take the reason's own values.
 type ending struct {
 	reason  *CloseReason
-	kind    string               // bounded kind of problem, for the log (frame_too_large, permission)
-	code    websocket.StatusCode // close code; zero: reason.Code()
-	message string               // ERROR message header; empty: reason.Message()
-	detail  string               // ERROR body
-	receipt string               // receipt-id, when the offending frame asked for one
-	headers []stompframe.Header  // further ERROR headers
+	kind    string              // bounded kind of problem, for the log (frame_too_large, permission)
+	code    wsconn.StatusCode   // close code; zero: reason.Code()
+	message string              // ERROR message header; empty: reason.Message()
+	detail  string              // ERROR body
+	receipt string              // receipt-id, when the offending frame asked for one
+	headers []stompframe.Header // further ERROR headers
 }
 
 // endLocked records reason as the session's close reason if none is

@@ -131,8 +131,9 @@ type Config struct {
 	// DefaultControlLimit and DefaultControlWindow; negative is an error.
 	ControlLimit  int
 	ControlWindow time.Duration
-	// OriginPatterns are host patterns (path.Match syntax, as in
-	// coder/websocket's AcceptOptions) of cross-origin pages allowed to
+	// OriginPatterns are host patterns (path.Match syntax, matched without
+	// regard to case against the Origin's host, or against scheme://host
+	// when the pattern holds "://") of cross-origin pages allowed to
 	// connect. Empty: only same-origin browsers (and non-browser clients,
 	// which send no Origin).
 	OriginPatterns []string

@@ -14,8 +14,8 @@ import (
 const module = "github.com/stompgate/stompgate/"
 
 // corePackages are the packages an embedding program needs to serve
-// STOMP: they must build on the standard library and coder/websocket
-// alone. Redis (handshake, relay, sessioncap), JWTs (jwtauth) and
+// STOMP: they must build on the standard library alone (the WebSocket
+// protocol is internal/wsconn's). Redis (handshake, relay, sessioncap), JWTs (jwtauth) and
 // Prometheus (metrics) are adapters that plug into them.
 var corePackages = []string{
 	module + "stompframe",
@@ -25,18 +25,16 @@ var corePackages = []string{
 }
 
 // allowedDependency reports whether the core may depend on the non-standard
-// package path: coder/websocket and its internal packages, and this
-// module's own packages (whose own dependencies are in the same listing,
-// so an adapter imported by mistake shows up through what it imports).
+// package path: only this module's own packages (whose own dependencies
+// are in the same listing, so an adapter imported by mistake shows up
+// through what it imports).
 func allowedDependency(path string) bool {
-	return path == "github.com/coder/websocket" ||
-		strings.HasPrefix(path, "github.com/coder/websocket/") ||
-		strings.HasPrefix(path, module)
+	return strings.HasPrefix(path, module)
 }
 
 // TestCoreDependencies lists every package the core packages build on
 // (go list -deps, tests excluded) and fails on any outside the standard
-// library, coder/websocket and this module: go-redis, golang-jwt or
+// library and this module: go-redis, golang-jwt or
 // Prometheus above all, which would reach every program that embeds the
 // server. It names the import that brings each one in.
 func TestCoreDependencies(t *testing.T) {
@@ -101,10 +99,9 @@ func TestAllowedDependency(t *testing.T) {
 		path string
 		want bool
 	}{
-		{"github.com/coder/websocket", true},
-		{"github.com/coder/websocket/internal/errd", true},
 		{module + "sessionlimit", true},
-		{"github.com/coder/websocketx", false},
+		{module + "internal/wsconn", true},
+		{"github.com/coder/websocket", false},
 		{"github.com/redis/go-redis/v9", false},
 		{"github.com/golang-jwt/jwt/v5", false},
 		{"github.com/prometheus/client_golang/prometheus", false},

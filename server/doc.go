@@ -1,5 +1,5 @@
 // Package server serves STOMP 1.0, 1.1 and 1.2 sessions over WebSocket
-// (coder/websocket), with the subprotocols v12.stomp, v11.stomp and
+// (RFC 6455, in internal/wsconn), with the subprotocols v12.stomp, v11.stomp and
 // v10.stomp; a client that offers none is served as 1.2.
 //
 // Each connection is one session. The HTTP handler goroutine that accepted

@@ -30,6 +30,10 @@ const (
 	KindInvalidUTF8 = "invalid_utf8"
 	// KindNoBackend: a SEND to an app destination with no AppHandler.
 	KindNoBackend = "no_backend"
+	// KindWebSocket: a WebSocket frame that breaks RFC 6455 (unmasked,
+	// reserved bits or opcodes, a bad close frame, broken fragmentation);
+	// the close carries 1002 or 1007 and no ERROR frame goes out.
+	KindWebSocket = "websocket"
 )
 
 // ProtocolErrorKinds returns every kind a session's protocol error is
@@ -40,7 +44,7 @@ func ProtocolErrorKinds() []string {
 	return []string{
 		KindFrameTooLarge, KindHeaderTooLarge, KindMalformed, KindBadEscape,
 		KindUnknownCommand, KindMissingHeader, KindUnsupportedVersion,
-		KindNotConnected, KindInvalidUTF8, KindNoBackend,
+		KindNotConnected, KindInvalidUTF8, KindNoBackend, KindWebSocket,
 		interceptor.RejectAuth, interceptor.RejectPermission,
 	}
 }

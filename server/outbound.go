@@ -1,14 +1,12 @@
 package server
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/internal/wsconn"
 )
 
 // outItem is one entry of a session's outbound queue: a MESSAGE (msg and
@@ -18,7 +16,7 @@ type outItem struct {
 	sub    *broker.Subscription
 	raw    []byte
 	close  bool
-	code   websocket.StatusCode
+	code   wsconn.StatusCode
 	reason string // the close's reason text
 }
 
@@ -163,12 +161,14 @@ func (s *session) pushLocked(it outItem, size int) {
 }
 
 var writeBufPool = sync.Pool{New: func() any {
-	b := make([]byte, 0, writeBatchSize+4096)
+	b := make([]byte, 0, wsconn.MaxHeaderLen+writeBatchSize+4096)
 	return &b
 }}
 
 // writeLoop drains the queue, packing frames into WebSocket messages of up
-// to writeBatchSize bytes, and exits when the queue is empty.
+// to writeBatchSize bytes, and exits when the queue is empty. Each batch
+// starts with room for the WebSocket frame header, so a message goes to
+// the socket in one write without a copy.
 func (s *session) writeLoop() {
 	defer s.writers.Done()
 	bp := writeBufPool.Get().(*[]byte)
@@ -206,7 +206,8 @@ func (s *session) writeLoop() {
 		s.queuedBytes = 0
 		s.mu.Unlock()
 
-		buf := (*bp)[:0]
+		const room = wsconn.MaxHeaderLen
+		buf := (*bp)[:room]
 		binary := false
 		for i := range items {
 			it := &items[i]
@@ -215,38 +216,38 @@ func (s *session) writeLoop() {
 			}
 			switch {
 			case it.close:
-				if len(buf) > 0 && !s.write(buf, binary) {
+				if len(buf) > room && !s.write(buf, binary) {
 					failed = true
 					continue
 				}
-				buf, binary = buf[:0], false
-				// Close sends the close frame and waits for the reply
-				// (bounded by coder/websocket's own 5 s timeouts).
+				buf, binary = buf[:room], false
+				// Close sends the close frame and waits for the reply,
+				// at most wsconn.CloseTimeout.
 				_ = s.conn.Close(it.code, it.reason)
 				failed = true
 			case it.msg != nil:
 				// Send what is packed first if this frame would overflow
 				// the batch buffer, so the pooled buffer does not grow.
-				if len(buf) > 0 && len(buf)+it.msg.Size(it.sub) > cap(buf) {
+				if len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
 					if !s.write(buf, binary) {
 						failed = true
 						continue
 					}
-					buf, binary = buf[:0], false
+					buf, binary = buf[:room], false
 				}
 				buf = it.msg.AppendFrame(buf, it.sub)
 				binary = binary || it.msg.Binary
 			default:
 				buf = append(buf, it.raw...)
 			}
-			if len(buf) >= writeBatchSize {
+			if len(buf)-room >= writeBatchSize {
 				if !s.write(buf, binary) {
 					failed = true
 				}
-				buf, binary = buf[:0], false
+				buf, binary = buf[:room], false
 			}
 		}
-		if !failed && len(buf) > 0 && !s.write(buf, binary) {
+		if !failed && len(buf) > room && !s.write(buf, binary) {
 			failed = true
 		}
 		if cap(buf) <= 4*writeBatchSize {
@@ -267,16 +268,15 @@ func (s *session) writeLoop() {
 	}
 }
 
-// write sends one WebSocket message and reports whether it succeeded.
-func (s *session) write(p []byte, binary bool) bool {
-	typ := websocket.MessageText
+// write sends buf, less the header room at its front, as one WebSocket
+// message and reports whether it succeeded. The connection bounds the
+// write by Config.WriteTimeout.
+func (s *session) write(buf []byte, binary bool) bool {
+	typ := wsconn.MessageText
 	if binary {
-		typ = websocket.MessageBinary
+		typ = wsconn.MessageBinary
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.WriteTimeout)
-	err := s.conn.Write(ctx, typ, p)
-	cancel()
-	if err != nil {
+	if err := s.conn.WriteReserved(typ, buf); err != nil {
 		_ = s.conn.CloseNow()
 		return false
 	}

@@ -11,7 +11,7 @@ import (
 // pinger finds dead peers among sessions that negotiated no STOMP
 // heart-beat from the client: every Config.PingInterval it sends a
 // WebSocket ping and waits Config.PingTimeout for the pong, which the
-// session's reader takes in (coder/websocket's Conn.Ping needs a
+// session's reader takes in (wsconn's Ping needs a
 // concurrent Reader, and the session always has one). A peer that does
 // not answer is ended at once, without a close handshake it would never
 // complete.

@@ -8,10 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/randid"
+	"github.com/stompgate/stompgate/internal/wsconn"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -106,15 +105,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 
-	lw := &leanHijacker{ResponseWriter: w}
-	conn, err := websocket.Accept(lw, r, &websocket.AcceptOptions{
-		Subprotocols:    s.subprotocols,
-		OriginPatterns:  s.cfg.OriginPatterns,
-		CompressionMode: websocket.CompressionDisabled,
+	conn, err := wsconn.Accept(w, r, &wsconn.AcceptOptions{
+		Subprotocols:   s.subprotocols,
+		OriginPatterns: s.cfg.OriginPatterns,
 	})
 	if err != nil {
 		// Accept has written the HTTP error response.
-		if lw.status == http.StatusForbidden {
+		var he *wsconn.HandshakeError
+		if errors.As(err, &he) && he.Status == http.StatusForbidden {
 			s.cfg.Observer.Handshake(HandshakeRejectedOrigin)
 		} else {
 			s.cfg.Observer.Handshake(HandshakeUpgradeFailed)
@@ -123,7 +121,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cfg.Observer.Handshake(HandshakeAccepted)
-	conn.SetReadLimit(int64(s.cfg.Limits.MaxFrameSize))
+	conn.SetReadLimit(s.cfg.Limits.MaxFrameSize)
+	conn.SetWriteTimeout(s.cfg.WriteTimeout)
 
 	var ip netip.Addr
 	ok := false
@@ -137,7 +136,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := newSession(s, conn, ip, r.URL.Query())
 	sess.onEnd = onEnd
-	sess.raw = lw.conn
 	if v, ok := stompframe.SubprotocolVersion(conn.Subprotocol()); ok {
 		sess.maxVersion = v
 	}

@@ -1,11 +1,8 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"net/url"
 	"runtime/debug"
@@ -14,10 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/coder/websocket"
-
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/wsconn"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -30,7 +26,7 @@ import (
 // goroutine. Heart-beats and deadlines use runtime timers, not goroutines.
 type session struct {
 	srv  *Server
-	conn *websocket.Conn
+	conn *wsconn.Conn
 	st   interceptor.Session
 
 	// Owned by the reader goroutine. The small fields sit together so
@@ -71,17 +67,12 @@ type session struct {
 
 	ping *pinger // WebSocket pings when the client sends no heart-beats; nil until armed
 
-	// raw is the hijacked TCP connection under conn. abort closes it
-	// directly: coder/websocket's CloseNow waits, up to seconds, for a
-	// close handshake or goroutines in progress, and abort must not.
-	raw net.Conn
-
 	// onEnd is what OnSessionEnd attached to the upgrade request; run
 	// once, after the session has ended.
 	onEnd []func()
 }
 
-func newSession(srv *Server, conn *websocket.Conn, ip netip.Addr, q url.Values) *session {
+func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *session {
 	s := &session{
 		srv:        srv,
 		conn:       conn,
@@ -180,41 +171,37 @@ func (s *session) readLoop() (reason *CloseReason) {
 			reason = ClosePanic
 		}
 	}()
-	limit := s.srv.cfg.Limits.MaxFrameSize
 	for {
-		typ, r, err := s.conn.Reader(context.Background())
+		typ, msg, err := s.conn.ReadMessage()
 		if err != nil {
-			return CloseClientGone
-		}
-		buf, err := readMessage(r, limit)
-		if err != nil {
-			putReadBuf(buf)
-			if errors.Is(err, errMessageTooLarge) {
-				// No drain: the rest of the message is unread, and the
-				// close handshake skips it; another Reader would parse
-				// it as frame headers.
-				s.fail(ending{reason: CloseProtocolError, kind: KindFrameTooLarge, code: websocket.StatusMessageTooBig, message: "frame too large",
-					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", limit)})
-				return CloseProtocolError
+			var pe *wsconn.ProtocolError
+			switch {
+			case errors.Is(err, wsconn.ErrMessageTooBig):
+				s.fail(ending{reason: CloseProtocolError, kind: KindFrameTooLarge, code: wsconn.StatusMessageTooBig, message: "frame too large",
+					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", s.srv.cfg.Limits.MaxFrameSize)})
+			case errors.As(err, &pe):
+				s.failWebSocket(pe)
+			default:
+				return CloseClientGone
 			}
-			return CloseClientGone
+			s.drain()
+			return nil
 		}
 		now := time.Now()
 		s.lastRead.Store(now.UnixNano())
-		if typ == websocket.MessageText && !utf8.Valid(*buf) {
+		if typ == wsconn.MessageText && !utf8.Valid(msg) {
 			// RFC 6455 section 8.1: a text message that is not UTF-8
 			// fails the connection with 1007. Binary messages may carry
 			// any body; their headers are checked by the decoder.
-			putReadBuf(buf)
-			s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: websocket.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+			s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: wsconn.StatusInvalidFramePayloadData, message: "invalid UTF-8",
 				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			s.drain()
 			return nil
 		}
-		s.dec.Feed(*buf)
-		done := s.decodeAll(now)
-		putReadBuf(buf)
-		if done {
+		// The decoder copies what it keeps of msg before it asks for
+		// more, so msg may go back to the connection after this.
+		s.dec.Feed(msg)
+		if s.decodeAll(now) {
 			s.drain()
 			return nil
 		}
@@ -247,16 +234,27 @@ func (s *session) decodeAll(now time.Time) bool {
 // connection, so the close handshake's reply is consumed and a client
 // that keeps sending does not block on a full socket.
 func (s *session) drain() {
-	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.WriteTimeout+5*time.Second)
-	defer cancel()
+	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.WriteTimeout + wsconn.CloseTimeout))
 	for {
-		_, r, err := s.conn.Reader(ctx)
-		if err != nil {
+		if _, _, err := s.conn.ReadMessage(); err != nil {
 			return
 		}
-		if _, err := io.Copy(io.Discard, r); err != nil {
-			return
-		}
+	}
+}
+
+// failWebSocket ends the session for a WebSocket frame that breaks RFC
+// 6455: the close carries the RFC's code, and no ERROR frame goes out, as
+// the peer's framing cannot be trusted to carry it.
+func (s *session) failWebSocket(pe *wsconn.ProtocolError) {
+	s.mu.Lock()
+	first := s.endLocked(CloseProtocolError)
+	if first {
+		s.kind = KindWebSocket
+		s.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0)
+	}
+	s.mu.Unlock()
+	if first {
+		s.srv.cfg.Observer.ProtocolErrorClose(KindWebSocket)
 	}
 }
 
@@ -287,12 +285,7 @@ func (s *session) abort(reason *CloseReason) {
 	s.endLocked(reason)
 	s.discardQueueLocked()
 	s.mu.Unlock()
-	if s.raw != nil {
-		// Every read and write on the connection fails at once; the
-		// session's own goroutine then finishes with CloseNow.
-		_ = s.raw.Close()
-		return
-	}
+	// Every read and write on the connection fails at once.
 	_ = s.conn.CloseNow()
 }
 

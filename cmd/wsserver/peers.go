@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/stompgate/stompgate/metrics"
@@ -192,4 +193,13 @@ func (c *watchedConn) ReadFrom(r io.Reader) (int64, error) {
 		return rf.ReadFrom(r)
 	}
 	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// SyscallConn exposes the descriptor, so that a WebSocket session can wait
+// for bytes on it without holding a read buffer.
+func (c *watchedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.New("wsserver: the connection has no descriptor")
 }

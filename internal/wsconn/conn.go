@@ -1,0 +1,165 @@
+// Package wsconn is the server side of a WebSocket connection (RFC 6455),
+// built for many mostly idle sessions that each send small messages.
+//
+// A Conn holds no read buffer while it waits for its peer: a session's
+// reader borrows a pooled buffer only while bytes are arriving, so an idle
+// connection costs its struct and its reader's stack. A message that fits
+// in the pooled buffer in one frame is returned in place, unmasked, without
+// a copy. Writes go to the socket in one system call per message, the
+// frame header written into room the caller leaves in front of the
+// payload.
+//
+// No extension is negotiated (no compression), so every reserved bit must
+// be zero. Text messages are returned as they arrived: checking that they
+// are UTF-8 is the caller's.
+package wsconn
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// MessageType is the type of a data message.
+type MessageType int
+
+// The data message types (RFC 6455 section 5.6).
+const (
+	MessageText   MessageType = 1
+	MessageBinary MessageType = 2
+)
+
+// StatusCode is a close frame's status code (RFC 6455 section 7.4).
+type StatusCode int
+
+// Status codes the server sends or receives.
+const (
+	StatusNormalClosure           StatusCode = 1000
+	StatusGoingAway               StatusCode = 1001
+	StatusProtocolError           StatusCode = 1002
+	StatusUnsupportedData         StatusCode = 1003
+	StatusNoStatusRcvd            StatusCode = 1005
+	StatusAbnormalClosure         StatusCode = 1006
+	StatusInvalidFramePayloadData StatusCode = 1007
+	StatusPolicyViolation         StatusCode = 1008
+	StatusMessageTooBig           StatusCode = 1009
+	StatusMandatoryExtension      StatusCode = 1010
+	StatusInternalError           StatusCode = 1011
+	StatusServiceRestart          StatusCode = 1012
+	StatusTryAgainLater           StatusCode = 1013
+	StatusBadGateway              StatusCode = 1014
+)
+
+// MaxHeaderLen is the room a caller of WriteReserved leaves in front of the
+// payload: the longest header of an unmasked frame.
+const MaxHeaderLen = 10
+
+// ReadBufferSize is the size of the pooled buffers a Conn reads into. One
+// buffer is held by a connection only while it has unread bytes; a frame
+// larger than the buffer is assembled in a buffer of its own.
+const ReadBufferSize = 4 << 10
+
+// CloseTimeout bounds how long Close waits for the peer's close frame
+// after sending its own.
+const CloseTimeout = 5 * time.Second
+
+// maxControlPayload is the largest payload of a control frame.
+const maxControlPayload = 125
+
+var (
+	// ErrMessageTooBig is returned by ReadMessage when a message exceeds
+	// the read limit. Nothing more can be read; the caller closes the
+	// connection, normally with StatusMessageTooBig.
+	ErrMessageTooBig = errors.New("wsconn: message exceeds the read limit")
+	// ErrClosed is returned by writes after a close frame was sent or the
+	// connection was closed.
+	ErrClosed = errors.New("wsconn: connection closed")
+)
+
+// CloseError is returned by ReadMessage when the peer sent a close frame.
+// The close handshake has been completed and the connection closed.
+type CloseError struct {
+	Code   StatusCode // StatusNoStatusRcvd when the frame carried none
+	Reason string
+}
+
+func (e *CloseError) Error() string {
+	return fmt.Sprintf("wsconn: peer closed with status %d %q", e.Code, e.Reason)
+}
+
+// ProtocolError is returned by ReadMessage when the peer broke RFC 6455.
+// The connection cannot be read any further; the caller closes it with
+// Code, normally after the frames it already queued.
+type ProtocolError struct {
+	Code StatusCode // StatusProtocolError or StatusInvalidFramePayloadData
+	Text string     // what was wrong, short enough for a close frame's reason
+}
+
+func (e *ProtocolError) Error() string { return "wsconn: " + e.Text }
+
+// CloseStatus returns the status code of a CloseError in err's chain, or
+// -1 if there is none.
+func CloseStatus(err error) StatusCode {
+	var ce *CloseError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return -1
+}
+
+// Conn is the server side of one WebSocket connection.
+//
+// One goroutine reads (ReadMessage); any number may write, Ping and
+// Close concurrently with it and with each other.
+type Conn struct {
+	nc          net.Conn
+	rc          syscall.RawConn // nil when nc has no file descriptor to wait on
+	subprotocol string
+
+	// Reader state, owned by the goroutine calling ReadMessage.
+	in      *[]byte // pooled buffer holding (*in)[r:w] unread; nil when empty
+	r, w    int
+	stash   []byte  // unread bytes kept while waiting with no pooled buffer
+	msg     *[]byte // a message assembled from fragments or too large for in
+	limit   int     // largest message ReadMessage returns
+	failed  error   // the error that ended reading; sticky
+	readErr error   // result of the last read system call
+	readFn  func(fd uintptr) bool
+
+	// wmu serialises frames on the socket.
+	wmu          sync.Mutex
+	writeTimeout time.Duration
+	closeSent    atomic.Bool
+	closed       atomic.Bool
+
+	// mu guards the close handshake's and the pings' waiters.
+	mu        sync.Mutex
+	readEnded bool
+	ended     chan struct{} // closed when reading ends; made by the first Close
+	pings     []*pingWaiter
+	pingSeq   uint64
+}
+
+// NetConn returns the underlying connection.
+func (c *Conn) NetConn() net.Conn { return c.nc }
+
+// Subprotocol returns the subprotocol chosen during the handshake, or "".
+func (c *Conn) Subprotocol() string { return c.subprotocol }
+
+// SetReadLimit sets the largest message ReadMessage returns; a larger one
+// is ErrMessageTooBig. The default is 32 KiB.
+func (c *Conn) SetReadLimit(n int) { c.limit = n }
+
+// SetWriteTimeout bounds every frame write; zero means no bound.
+func (c *Conn) SetWriteTimeout(d time.Duration) {
+	c.wmu.Lock()
+	c.writeTimeout = d
+	c.wmu.Unlock()
+}
+
+// SetReadDeadline sets the deadline for ReadMessage's reads.
+func (c *Conn) SetReadDeadline(t time.Time) error { return c.nc.SetReadDeadline(t) }

@@ -1,0 +1,404 @@
+package wsconn
+
+import (
+	"encoding/binary"
+	"io"
+	"sync"
+	"syscall"
+	"unicode/utf8"
+)
+
+// Opcodes (RFC 6455 section 5.2).
+const (
+	opContinuation = 0x0
+	opText         = 0x1
+	opBinary       = 0x2
+	opClose        = 0x8
+	opPing         = 0x9
+	opPong         = 0xA
+)
+
+var readPool = sync.Pool{New: func() any {
+	b := make([]byte, ReadBufferSize)
+	return &b
+}}
+
+// maxPooledMessage is the largest assembled-message buffer kept for reuse;
+// a rare large message must not leave large buffers behind.
+const maxPooledMessage = 64 << 10
+
+var msgPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, ReadBufferSize)
+	return &b
+}}
+
+func protocolError(text string) error {
+	return &ProtocolError{Code: StatusProtocolError, Text: text}
+}
+
+// ReadMessage returns the next data message, its fragments joined. The
+// slice is valid until the next call. Pings are answered and pongs taken in
+// on the way. A close frame from the peer completes the close handshake
+// and returns a *CloseError; a violation of RFC 6455 returns a
+// *ProtocolError; a message over the read limit returns ErrMessageTooBig.
+// After either of those two, the next calls read and discard what the
+// peer still sends until it closes or the read deadline passes, so that a
+// close frame sent meanwhile reaches a peer that is not cut off mid-write.
+// Messages arriving after a close frame was sent are discarded too.
+func (c *Conn) ReadMessage() (MessageType, []byte, error) {
+	if c.failed != nil {
+		return 0, nil, c.discard()
+	}
+	if c.msg != nil {
+		putMsg(c.msg)
+		c.msg = nil
+	}
+	var (
+		typ        MessageType
+		assembling bool
+	)
+	for {
+		if err := c.ensure(2); err != nil {
+			return 0, nil, c.end(err)
+		}
+		b := (*c.in)[c.r:c.w]
+		fin := b[0]&0x80 != 0
+		op := b[0] & 0x0f
+		if b[0]&0x70 != 0 {
+			return 0, nil, c.fail(protocolError("reserved bits set with no extension negotiated"))
+		}
+		if b[1]&0x80 == 0 {
+			return 0, nil, c.fail(protocolError("client frame not masked"))
+		}
+		n := int(b[1] & 0x7f)
+		hl := 6
+		switch n {
+		case 126:
+			hl = 8
+		case 127:
+			hl = 14
+		}
+		if err := c.ensure(hl); err != nil {
+			return 0, nil, c.end(err)
+		}
+		b = (*c.in)[c.r:c.w]
+		switch n {
+		case 126:
+			n = int(binary.BigEndian.Uint16(b[2:]))
+		case 127:
+			u := binary.BigEndian.Uint64(b[2:])
+			if u>>63 != 0 {
+				return 0, nil, c.fail(protocolError("payload length with the most significant bit set"))
+			}
+			if u > uint64(c.limit) {
+				return 0, nil, c.fail(ErrMessageTooBig)
+			}
+			n = int(u)
+		}
+		var key [4]byte
+		copy(key[:], b[hl-4:hl])
+
+		switch op {
+		case opContinuation:
+			if !assembling {
+				return 0, nil, c.fail(protocolError("continuation frame with no message to continue"))
+			}
+		case opText, opBinary:
+			if assembling {
+				return 0, nil, c.fail(protocolError("new message before the previous one ended"))
+			}
+		case opClose, opPing, opPong:
+			if !fin {
+				return 0, nil, c.fail(protocolError("fragmented control frame"))
+			}
+			if n > maxControlPayload {
+				return 0, nil, c.fail(protocolError("control frame payload over 125 bytes"))
+			}
+			if err := c.ensure(hl + n); err != nil {
+				return 0, nil, c.end(err)
+			}
+			p := (*c.in)[c.r+hl : c.r+hl+n]
+			c.r += hl + n
+			unmask(key, 0, p)
+			if err := c.control(op, p); err != nil {
+				return 0, nil, err
+			}
+			continue
+		default:
+			return 0, nil, c.fail(protocolError("reserved opcode"))
+		}
+
+		// A data frame.
+		have := 0
+		if assembling {
+			have = len(*c.msg)
+		}
+		if n > c.limit-have {
+			return 0, nil, c.fail(ErrMessageTooBig)
+		}
+		if !assembling && fin && hl+n <= ReadBufferSize {
+			// The common case: a whole message in one frame that fits the
+			// buffer is unmasked in place.
+			if err := c.ensure(hl + n); err != nil {
+				return 0, nil, c.end(err)
+			}
+			p := (*c.in)[c.r+hl : c.r+hl+n]
+			c.r += hl + n
+			unmask(key, 0, p)
+			if c.closeSent.Load() {
+				continue
+			}
+			return MessageType(op), p, nil
+		}
+		if !assembling {
+			typ, assembling = MessageType(op), true
+			c.msg = msgPool.Get().(*[]byte)
+			*c.msg = (*c.msg)[:0]
+		}
+		c.r += hl
+		for pos := 0; pos < n; {
+			if c.r == c.w {
+				if err := c.fill(1); err != nil {
+					return 0, nil, c.end(err)
+				}
+			}
+			chunk := min(n-pos, c.w-c.r)
+			start := len(*c.msg)
+			*c.msg = append(*c.msg, (*c.in)[c.r:c.r+chunk]...)
+			unmask(key, pos, (*c.msg)[start:])
+			pos += chunk
+			c.r += chunk
+		}
+		if fin {
+			if c.closeSent.Load() {
+				putMsg(c.msg)
+				c.msg, assembling = nil, false
+				continue
+			}
+			return typ, *c.msg, nil
+		}
+	}
+}
+
+// control handles a ping, pong or close frame from the peer.
+func (c *Conn) control(op byte, p []byte) error {
+	switch op {
+	case opPing:
+		// An answer that cannot be written shows up as the next read's
+		// or write's error; a peer that pings without reading meets the
+		// socket's backpressure here.
+		_ = c.writeControl(opPong, p)
+	case opPong:
+		c.pong(p)
+	case opClose:
+		code, reason, err := parseClose(p)
+		if err != nil {
+			return c.fail(err)
+		}
+		c.wmu.Lock()
+		if !c.closeSent.Load() {
+			var echo []byte
+			if code != StatusNoStatusRcvd {
+				echo = binary.BigEndian.AppendUint16(nil, uint16(code))
+			}
+			_ = c.writeFrameLocked(opClose, echo)
+			c.closeSent.Store(true)
+		}
+		c.wmu.Unlock()
+		// The server closes the TCP connection first (RFC 6455 section
+		// 7.1.1).
+		_ = c.CloseNow()
+		return c.end(&CloseError{Code: code, Reason: reason})
+	}
+	return nil
+}
+
+// parseClose reads a close frame's payload (RFC 6455 section 5.5.1).
+func parseClose(p []byte) (StatusCode, string, error) {
+	switch len(p) {
+	case 0:
+		return StatusNoStatusRcvd, "", nil
+	case 1:
+		return 0, "", protocolError("close payload of one byte")
+	}
+	code := StatusCode(binary.BigEndian.Uint16(p))
+	if !validWireCode(code) {
+		return 0, "", protocolError("close status code not allowed on the wire")
+	}
+	if !utf8.Valid(p[2:]) {
+		return 0, "", &ProtocolError{Code: StatusInvalidFramePayloadData, Text: "close reason is not UTF-8"}
+	}
+	return code, string(p[2:]), nil
+}
+
+// validWireCode reports whether a close frame may carry code (RFC 6455
+// section 7.4 and the IANA registry).
+func validWireCode(code StatusCode) bool {
+	switch {
+	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1014:
+		return true
+	case code >= 3000 && code <= 4999:
+		return true
+	}
+	return false
+}
+
+// fail records err as the end of parsing and returns it.
+func (c *Conn) fail(err error) error {
+	c.failed = err
+	c.release()
+	return err
+}
+
+// end records err as the end of reading: nothing more will be read.
+func (c *Conn) end(err error) error {
+	if c.failed == nil {
+		c.failed = err
+	}
+	c.release()
+	c.endRead()
+	return err
+}
+
+// discard reads and drops what the peer sends after a failure, until the
+// connection ends or the read deadline passes.
+func (c *Conn) discard() error {
+	c.mu.Lock()
+	ended := c.readEnded
+	c.mu.Unlock()
+	if !ended {
+		var sink [512]byte
+		for {
+			if _, err := c.nc.Read(sink[:]); err != nil {
+				break
+			}
+		}
+		c.endRead()
+	}
+	return c.failed
+}
+
+// release hands the buffers back to their pools.
+func (c *Conn) release() {
+	if c.in != nil {
+		readPool.Put(c.in)
+		c.in, c.r, c.w = nil, 0, 0
+	}
+	if c.msg != nil {
+		putMsg(c.msg)
+		c.msg = nil
+	}
+	c.stash = nil
+}
+
+func putMsg(b *[]byte) {
+	if cap(*b) <= maxPooledMessage {
+		*b = (*b)[:0]
+		msgPool.Put(b)
+	}
+}
+
+// ensure makes at least k unread bytes available in (*c.in)[c.r:c.w];
+// k is at most ReadBufferSize.
+func (c *Conn) ensure(k int) error {
+	for c.in == nil || c.w-c.r < k {
+		if err := c.fill(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fill reads more bytes, leaving room for k unread bytes from c.r.
+func (c *Conn) fill(k int) error {
+	if c.in == nil {
+		c.take()
+		if c.w > 0 {
+			// Bytes kept from before were enough to go on with.
+			return nil
+		}
+	}
+	if c.r == c.w {
+		c.r, c.w = 0, 0
+	} else if len(*c.in)-c.r < k {
+		c.w = copy(*c.in, (*c.in)[c.r:c.w])
+		c.r = 0
+	}
+	if c.rc == nil {
+		n, err := c.nc.Read((*c.in)[c.w:])
+		c.w += n
+		if n > 0 {
+			return nil
+		}
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return err
+	}
+	c.readErr = nil
+	if err := c.rc.Read(c.readFn); err != nil {
+		return err
+	}
+	return c.readErr
+}
+
+// take borrows a pooled buffer and puts back in front any stashed bytes.
+func (c *Conn) take() {
+	c.in = readPool.Get().(*[]byte)
+	c.r, c.w = 0, copy(*c.in, c.stash)
+	c.stash = nil
+}
+
+// readRaw is the read on the descriptor, run by syscall.RawConn.Read: when
+// nothing is there to read, the buffer goes back to the pool (unread bytes
+// are kept aside) before the goroutine waits, so a waiting connection
+// holds no buffer.
+func (c *Conn) readRaw(fd uintptr) bool {
+	if c.in == nil {
+		c.take()
+	}
+	for {
+		n, err := syscall.Read(int(fd), (*c.in)[c.w:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			if c.r < c.w {
+				c.stash = append([]byte(nil), (*c.in)[c.r:c.w]...)
+			}
+			readPool.Put(c.in)
+			c.in, c.r, c.w = nil, 0, 0
+			return false
+		case err != nil:
+			c.readErr = &readError{err}
+		case n == 0:
+			c.readErr = io.EOF
+		default:
+			c.w += n
+		}
+		return true
+	}
+}
+
+// readError wraps a failed read(2).
+type readError struct{ err error }
+
+func (e *readError) Error() string { return "wsconn: read: " + e.err.Error() }
+func (e *readError) Unwrap() error { return e.err }
+
+// unmask applies a frame's masking key to b, the payload bytes from
+// offset pos on.
+func unmask(key [4]byte, pos int, b []byte) {
+	if s := pos & 3; s != 0 {
+		key = [4]byte{key[s], key[(s+1)&3], key[(s+2)&3], key[(s+3)&3]}
+	}
+	k32 := uint64(binary.LittleEndian.Uint32(key[:]))
+	k64 := k32 | k32<<32
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], binary.LittleEndian.Uint64(b[i:])^k64)
+	}
+	for ; i < len(b); i++ {
+		b[i] ^= key[i&3]
+	}
+}

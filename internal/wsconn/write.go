@@ -1,0 +1,253 @@
+package wsconn
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"time"
+	"unicode/utf8"
+)
+
+// WriteReserved sends buf[MaxHeaderLen:] as one message of type typ, in
+// one write to the socket: the frame header goes into the room the caller
+// left at the front of buf, which is overwritten.
+func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
+	n := len(buf) - MaxHeaderLen
+	hl := headerLen(n)
+	off := MaxHeaderLen - hl
+	putHeader(buf[off:MaxHeaderLen], byte(typ), n)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent.Load() {
+		return ErrClosed
+	}
+	return c.writeLocked(buf[off:])
+}
+
+// WriteMessage sends p as one message of type typ.
+func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent.Load() {
+		return ErrClosed
+	}
+	return c.writeFrameLocked(byte(typ), p)
+}
+
+// writeControl sends a ping or pong unless a close frame was sent.
+func (c *Conn) writeControl(op byte, p []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent.Load() {
+		return ErrClosed
+	}
+	return c.writeFrameLocked(op, p)
+}
+
+// writeFrameLocked writes one final frame with payload p; wmu is held.
+func (c *Conn) writeFrameLocked(op byte, p []byte) error {
+	hl := headerLen(len(p))
+	if len(p) <= 512 {
+		var b [MaxHeaderLen + 512]byte
+		putHeader(b[:hl], op, len(p))
+		n := copy(b[hl:], p)
+		return c.writeLocked(b[:hl+n])
+	}
+	var h [MaxHeaderLen]byte
+	putHeader(h[:hl], op, len(p))
+	bufs := net.Buffers{h[:hl], p}
+	c.deadline()
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+func (c *Conn) writeLocked(b []byte) error {
+	c.deadline()
+	_, err := c.nc.Write(b)
+	return err
+}
+
+// deadline bounds the write about to start; wmu is held.
+func (c *Conn) deadline() {
+	if c.writeTimeout > 0 {
+		_ = c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	}
+}
+
+func headerLen(n int) int {
+	switch {
+	case n < 126:
+		return 2
+	case n <= 0xffff:
+		return 4
+	}
+	return 10
+}
+
+// putHeader writes the header of a final, unmasked frame into h, which is
+// exactly headerLen(n) long.
+func putHeader(h []byte, op byte, n int) {
+	h[0] = 0x80 | op
+	switch len(h) {
+	case 2:
+		h[1] = byte(n)
+	case 4:
+		h[1] = 126
+		binary.BigEndian.PutUint16(h[2:], uint16(n))
+	default:
+		h[1] = 127
+		binary.BigEndian.PutUint64(h[2:], uint64(n))
+	}
+}
+
+// pingWaiter is a Ping waiting for the pong that echoes its payload.
+type pingWaiter struct {
+	payload [8]byte
+	done    chan struct{}
+	err     error // set before done closes: nil, or the connection closed
+}
+
+// Ping sends a ping and waits for its pong, which a concurrent
+// ReadMessage takes in, or until ctx is done or the connection closes
+// (net.ErrClosed).
+func (c *Conn) Ping(ctx context.Context) error {
+	w := &pingWaiter{done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed.Load() {
+		c.mu.Unlock()
+		return net.ErrClosed
+	}
+	c.pingSeq++
+	binary.BigEndian.PutUint64(w.payload[:], c.pingSeq)
+	c.pings = append(c.pings, w)
+	c.mu.Unlock()
+	defer c.dropPing(w)
+
+	if err := c.writeControl(opPing, w.payload[:]); err != nil {
+		return err
+	}
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *Conn) dropPing(w *pingWaiter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, x := range c.pings {
+		if x == w {
+			c.pings = append(c.pings[:i], c.pings[i+1:]...)
+			break
+		}
+	}
+	if len(c.pings) == 0 {
+		c.pings = nil
+	}
+}
+
+// pong wakes the Ping whose payload p echoes; other pongs are unsolicited
+// and ignored (RFC 6455 section 5.5.3).
+func (c *Conn) pong(p []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, w := range c.pings {
+		if string(w.payload[:]) == string(p) {
+			close(w.done)
+			c.pings = append(c.pings[:i], c.pings[i+1:]...)
+			return
+		}
+	}
+}
+
+// Close sends a close frame with code and reason (cut to fit a control
+// frame), waits up to CloseTimeout for the reader to see the peer's close
+// or the end of the stream, then closes the connection. The reason is
+// sent only as far as it is valid UTF-8.
+func (c *Conn) Close(code StatusCode, reason string) error {
+	c.wmu.Lock()
+	var err error
+	if c.closeSent.Load() {
+		err = ErrClosed
+	} else {
+		c.closeSent.Store(true)
+		err = c.writeFrameLocked(opClose, closePayload(code, reason))
+	}
+	c.wmu.Unlock()
+	if err == nil {
+		c.waitReadEnd(CloseTimeout)
+	}
+	if cerr := c.CloseNow(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// closePayload is a close frame's payload: the code and as much of the
+// reason as fits in 123 bytes without splitting a character.
+func closePayload(code StatusCode, reason string) []byte {
+	if code == StatusNoStatusRcvd || code == 0 {
+		return nil
+	}
+	const room = maxControlPayload - 2
+	if len(reason) > room {
+		reason = reason[:room]
+		for len(reason) > 0 && !utf8.ValidString(reason) {
+			reason = reason[:len(reason)-1]
+		}
+	}
+	p := binary.BigEndian.AppendUint16(make([]byte, 0, 2+len(reason)), uint16(code))
+	return append(p, reason...)
+}
+
+// waitReadEnd waits until reading has ended or d has passed.
+func (c *Conn) waitReadEnd(d time.Duration) {
+	c.mu.Lock()
+	if c.readEnded {
+		c.mu.Unlock()
+		return
+	}
+	if c.ended == nil {
+		c.ended = make(chan struct{})
+	}
+	ch := c.ended
+	c.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// endRead records that nothing more will be read and wakes a Close
+// waiting for it.
+func (c *Conn) endRead() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.readEnded {
+		c.readEnded = true
+		if c.ended != nil {
+			close(c.ended)
+		}
+	}
+}
+
+// CloseNow closes the connection at once, without a close handshake, and
+// wakes any Ping waiting.
+func (c *Conn) CloseNow() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	err := c.nc.Close()
+	c.mu.Lock()
+	for _, w := range c.pings {
+		w.err = net.ErrClosed
+		close(w.done)
+	}
+	c.pings = nil
+	c.mu.Unlock()
+	return err
+}
