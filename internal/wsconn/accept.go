@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // AcceptOptions configures Accept.
@@ -71,6 +72,12 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn,
 	nc, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		return nil, fmt.Errorf("wsconn: hijack: %w", err)
+	}
+	// The HTTP server's deadlines are for one request; the connection
+	// must not inherit them (net/http clears them on hijack today).
+	if err := nc.SetDeadline(time.Time{}); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("wsconn: clearing the request's deadlines: %w", err)
 	}
 	if err := brw.Writer.Flush(); err != nil {
 		nc.Close()

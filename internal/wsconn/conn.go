@@ -121,14 +121,16 @@ type Conn struct {
 	subprotocol string
 
 	// Reader state, owned by the goroutine calling ReadMessage.
-	in      *[]byte // pooled buffer holding (*in)[r:w] unread; nil when empty
-	r, w    int
-	stash   []byte  // unread bytes kept while waiting with no pooled buffer
-	msg     *[]byte // a message assembled from fragments or too large for in
-	limit   int     // largest message ReadMessage returns
-	failed  error   // the error that ended reading; sticky
-	readErr error   // result of the last read system call
-	readFn  func(fd uintptr) bool
+	in       *[]byte // pooled buffer holding (*in)[r:w] unread; nil when empty
+	r, w     int
+	stash    []byte  // unread bytes kept while waiting with no pooled buffer
+	msg      *[]byte // a message assembled from fragments or too large for in
+	limit    int     // largest message ReadMessage returns
+	failed   error   // the error that ended reading; sticky
+	readErr  error   // result of the last read system call
+	readFn   func(fd uintptr) bool
+	pongDue  []byte // payload of the latest ping not yet answered
+	pongOwed bool
 
 	// wmu serialises frames on the socket.
 	wmu          sync.Mutex

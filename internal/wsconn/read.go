@@ -184,10 +184,12 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 func (c *Conn) control(op byte, p []byte) error {
 	switch op {
 	case opPing:
-		// An answer that cannot be written shows up as the next read's
-		// or write's error; a peer that pings without reading meets the
-		// socket's backpressure here.
-		_ = c.writeControl(opPong, p)
+		// The pong goes out when the bytes read so far are handled, for
+		// the latest ping only (RFC 6455 section 5.5.3 allows it): a
+		// peer that packs a thousand pings into one write gets one pong,
+		// not a thousand writes.
+		c.pongDue = append(c.pongDue[:0], p...)
+		c.pongOwed = true
 	case opPong:
 		c.pong(p)
 	case opClose:
@@ -311,6 +313,13 @@ func (c *Conn) ensure(k int) error {
 
 // fill reads more bytes, leaving room for k unread bytes from c.r.
 func (c *Conn) fill(k int) error {
+	if c.pongOwed {
+		c.pongOwed = false
+		// An answer that cannot be written shows up as the next read's
+		// or write's error; a peer that pings without reading meets the
+		// socket's backpressure here.
+		_ = c.writeControl(opPong, c.pongDue)
+	}
 	if c.in == nil {
 		c.take()
 		if c.w > 0 {
