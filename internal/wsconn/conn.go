@@ -127,6 +127,7 @@ type Conn struct {
 	msg      *[]byte // a message assembled from fragments or too large for in
 	limit    int     // largest message ReadMessage returns
 	failed   error   // the error that ended reading; sticky
+	skip     int     // after a failure, payload bytes of the failed frame left to skip; -1: lost track
 	readErr  error   // result of the last read system call
 	readFn   func(fd uintptr) bool
 	pongDue  []byte // payload of the latest ping not yet answered
@@ -136,6 +137,7 @@ type Conn struct {
 	wmu          sync.Mutex
 	writeTimeout time.Duration
 	closeSent    atomic.Bool
+	readFailed   atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
 	closed       atomic.Bool
 
 	// mu guards the close handshake's and the pings' waiters.

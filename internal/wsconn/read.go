@@ -41,10 +41,14 @@ func protocolError(text string) error {
 // on the way. A close frame from the peer completes the close handshake
 // and returns a *CloseError; a violation of RFC 6455 returns a
 // *ProtocolError; a message over the read limit returns ErrMessageTooBig.
-// After either of those two, the next calls read and discard what the
-// peer still sends until it closes or the read deadline passes, so that a
-// close frame sent meanwhile reaches a peer that is not cut off mid-write.
-// Messages arriving after a close frame was sent are discarded too.
+//
+// After either of those two the caller closes the connection with Close,
+// from another goroutine, and calls ReadMessage once more: it reads on,
+// skipping frames, until the peer answers the close frame or the stream
+// ends (bounded by the read deadline), and returns the same error. Close
+// waits for that, so a close frame sent to a peer still writing is not
+// lost in a reset. Messages arriving after a close frame was sent are
+// discarded too.
 func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 	if c.failed != nil {
 		return 0, nil, c.discard()
@@ -58,74 +62,47 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 		assembling bool
 	)
 	for {
-		if err := c.ensure(2); err != nil {
+		h, err := c.readHeader()
+		if err != nil {
 			return 0, nil, c.end(err)
 		}
-		b := (*c.in)[c.r:c.w]
-		fin := b[0]&0x80 != 0
-		op := b[0] & 0x0f
-		if b[0]&0x70 != 0 {
-			return 0, nil, c.fail(protocolError("reserved bits set with no extension negotiated"))
+		switch {
+		case h.n < 0:
+			return 0, nil, c.fail(protocolError("payload length with the most significant bit set"), -1)
+		case h.rsv != 0:
+			return 0, nil, c.fail(protocolError("reserved bits set with no extension negotiated"), h.n)
+		case !h.masked:
+			return 0, nil, c.fail(protocolError("client frame not masked"), h.n)
 		}
-		if b[1]&0x80 == 0 {
-			return 0, nil, c.fail(protocolError("client frame not masked"))
-		}
-		n := int(b[1] & 0x7f)
-		hl := 6
-		switch n {
-		case 126:
-			hl = 8
-		case 127:
-			hl = 14
-		}
-		if err := c.ensure(hl); err != nil {
-			return 0, nil, c.end(err)
-		}
-		b = (*c.in)[c.r:c.w]
-		switch n {
-		case 126:
-			n = int(binary.BigEndian.Uint16(b[2:]))
-		case 127:
-			u := binary.BigEndian.Uint64(b[2:])
-			if u>>63 != 0 {
-				return 0, nil, c.fail(protocolError("payload length with the most significant bit set"))
-			}
-			if u > uint64(c.limit) {
-				return 0, nil, c.fail(ErrMessageTooBig)
-			}
-			n = int(u)
-		}
-		var key [4]byte
-		copy(key[:], b[hl-4:hl])
 
-		switch op {
+		switch h.op {
 		case opContinuation:
 			if !assembling {
-				return 0, nil, c.fail(protocolError("continuation frame with no message to continue"))
+				return 0, nil, c.fail(protocolError("continuation frame with no message to continue"), h.n)
 			}
 		case opText, opBinary:
 			if assembling {
-				return 0, nil, c.fail(protocolError("new message before the previous one ended"))
+				return 0, nil, c.fail(protocolError("new message before the previous one ended"), h.n)
 			}
 		case opClose, opPing, opPong:
-			if !fin {
-				return 0, nil, c.fail(protocolError("fragmented control frame"))
+			if !h.fin {
+				return 0, nil, c.fail(protocolError("fragmented control frame"), h.n)
 			}
-			if n > maxControlPayload {
-				return 0, nil, c.fail(protocolError("control frame payload over 125 bytes"))
+			if h.n > maxControlPayload {
+				return 0, nil, c.fail(protocolError("control frame payload over 125 bytes"), h.n)
 			}
-			if err := c.ensure(hl + n); err != nil {
+			if err := c.ensure(h.n); err != nil {
 				return 0, nil, c.end(err)
 			}
-			p := (*c.in)[c.r+hl : c.r+hl+n]
-			c.r += hl + n
-			unmask(key, 0, p)
-			if err := c.control(op, p); err != nil {
+			p := (*c.in)[c.r : c.r+h.n]
+			c.r += h.n
+			unmask(h.key, 0, p)
+			if err := c.control(h.op, p); err != nil {
 				return 0, nil, err
 			}
 			continue
 		default:
-			return 0, nil, c.fail(protocolError("reserved opcode"))
+			return 0, nil, c.fail(protocolError("reserved opcode"), h.n)
 		}
 
 		// A data frame.
@@ -133,43 +110,42 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 		if assembling {
 			have = len(*c.msg)
 		}
-		if n > c.limit-have {
-			return 0, nil, c.fail(ErrMessageTooBig)
+		if h.n > c.limit-have {
+			return 0, nil, c.fail(ErrMessageTooBig, h.n)
 		}
-		if !assembling && fin && hl+n <= ReadBufferSize {
+		if !assembling && h.fin && h.n <= ReadBufferSize {
 			// The common case: a whole message in one frame that fits the
 			// buffer is unmasked in place.
-			if err := c.ensure(hl + n); err != nil {
+			if err := c.ensure(h.n); err != nil {
 				return 0, nil, c.end(err)
 			}
-			p := (*c.in)[c.r+hl : c.r+hl+n]
-			c.r += hl + n
-			unmask(key, 0, p)
+			p := (*c.in)[c.r : c.r+h.n]
+			c.r += h.n
+			unmask(h.key, 0, p)
 			if c.closeSent.Load() {
 				continue
 			}
-			return MessageType(op), p, nil
+			return MessageType(h.op), p, nil
 		}
 		if !assembling {
-			typ, assembling = MessageType(op), true
+			typ, assembling = MessageType(h.op), true
 			c.msg = msgPool.Get().(*[]byte)
 			*c.msg = (*c.msg)[:0]
 		}
-		c.r += hl
-		for pos := 0; pos < n; {
+		for pos := 0; pos < h.n; {
 			if c.r == c.w {
 				if err := c.fill(1); err != nil {
 					return 0, nil, c.end(err)
 				}
 			}
-			chunk := min(n-pos, c.w-c.r)
+			chunk := min(h.n-pos, c.w-c.r)
 			start := len(*c.msg)
 			*c.msg = append(*c.msg, (*c.in)[c.r:c.r+chunk]...)
-			unmask(key, pos, (*c.msg)[start:])
+			unmask(h.key, pos, (*c.msg)[start:])
 			pos += chunk
 			c.r += chunk
 		}
-		if fin {
+		if h.fin {
 			if c.closeSent.Load() {
 				putMsg(c.msg)
 				c.msg, assembling = nil, false
@@ -178,6 +154,56 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			return typ, *c.msg, nil
 		}
 	}
+}
+
+// frameHeader is a parsed frame header (RFC 6455 section 5.2).
+type frameHeader struct {
+	fin    bool
+	rsv    byte // the three reserved bits
+	op     byte
+	masked bool
+	n      int // payload length; -1 when it has the most significant bit set
+	key    [4]byte
+}
+
+// readHeader reads and consumes the next frame header.
+func (c *Conn) readHeader() (frameHeader, error) {
+	if err := c.ensure(2); err != nil {
+		return frameHeader{}, err
+	}
+	b := (*c.in)[c.r:c.w]
+	h := frameHeader{fin: b[0]&0x80 != 0, rsv: b[0] & 0x70, op: b[0] & 0x0f, masked: b[1]&0x80 != 0}
+	n := int(b[1] & 0x7f)
+	hl := 2
+	switch n {
+	case 126:
+		hl = 4
+	case 127:
+		hl = 10
+	}
+	if h.masked {
+		hl += 4
+	}
+	if err := c.ensure(hl); err != nil {
+		return frameHeader{}, err
+	}
+	b = (*c.in)[c.r:c.w]
+	switch n {
+	case 126:
+		n = int(binary.BigEndian.Uint16(b[2:]))
+	case 127:
+		n = -1
+		if u := binary.BigEndian.Uint64(b[2:]); u>>63 == 0 {
+			// Lengths past what an int holds are over any limit anyway.
+			n = int(min(u, 1<<62))
+		}
+	}
+	h.n = n
+	if h.masked {
+		copy(h.key[:], b[hl-4:hl])
+	}
+	c.r += hl
+	return h, nil
 }
 
 // control handles a ping, pong or close frame from the peer.
@@ -195,7 +221,7 @@ func (c *Conn) control(op byte, p []byte) error {
 	case opClose:
 		code, reason, err := parseClose(p)
 		if err != nil {
-			return c.fail(err)
+			return c.fail(err, 0)
 		}
 		c.wmu.Lock()
 		if !c.closeSent.Load() {
@@ -245,10 +271,17 @@ func validWireCode(code StatusCode) bool {
 	return false
 }
 
-// fail records err as the end of parsing and returns it.
-func (c *Conn) fail(err error) error {
+// fail records err as the end of parsing and returns it. skip is the
+// length of the offending frame's payload, still unread, or -1 when the
+// frame's end is unknown and the stream cannot be followed any further.
+func (c *Conn) fail(err error, skip int) error {
 	c.failed = err
-	c.release()
+	c.skip = skip
+	c.readFailed.Store(true)
+	if c.msg != nil {
+		putMsg(c.msg)
+		c.msg = nil
+	}
 	return err
 }
 
@@ -262,21 +295,51 @@ func (c *Conn) end(err error) error {
 	return err
 }
 
-// discard reads and drops what the peer sends after a failure, until the
-// connection ends or the read deadline passes.
+// discard reads on after a failure until the peer's close frame, the end
+// of the stream or the read deadline. While frames can still be told
+// apart it skips them looking for the close; after that it reads and
+// drops bytes.
 func (c *Conn) discard() error {
 	c.mu.Lock()
 	ended := c.readEnded
 	c.mu.Unlock()
-	if !ended {
-		var sink [512]byte
-		for {
-			if _, err := c.nc.Read(sink[:]); err != nil {
-				break
-			}
-		}
-		c.endRead()
+	if ended {
+		return c.failed
 	}
+	for c.skip >= 0 {
+		for c.skip > 0 {
+			if c.r == c.w {
+				if err := c.fill(1); err != nil {
+					c.end(err)
+					return c.failed
+				}
+			}
+			k := min(c.skip, c.w-c.r)
+			c.r += k
+			c.skip -= k
+		}
+		h, err := c.readHeader()
+		if err != nil {
+			c.end(err)
+			return c.failed
+		}
+		if h.op == opClose {
+			// The peer's answer to the close frame sent after the
+			// failure: the server closes the TCP connection first.
+			_ = c.CloseNow()
+			c.end(c.failed)
+			return c.failed
+		}
+		c.skip = h.n
+	}
+	c.release()
+	var sink [512]byte
+	for {
+		if _, err := c.nc.Read(sink[:]); err != nil {
+			break
+		}
+	}
+	c.endRead()
 	return c.failed
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -44,11 +45,18 @@ func (c *Conn) writeControl(op byte, p []byte) error {
 	return c.writeFrameLocked(op, p)
 }
 
+// smallFrames holds buffers for frames of up to smallFrame payload bytes,
+// written with their header in one write.
+const smallFrame = 512
+
+var smallFrames = sync.Pool{New: func() any { return new([MaxHeaderLen + smallFrame]byte) }}
+
 // writeFrameLocked writes one final frame with payload p; wmu is held.
 func (c *Conn) writeFrameLocked(op byte, p []byte) error {
 	hl := headerLen(len(p))
-	if len(p) <= 512 {
-		var b [MaxHeaderLen + 512]byte
+	if len(p) <= smallFrame {
+		b := smallFrames.Get().(*[MaxHeaderLen + smallFrame]byte)
+		defer smallFrames.Put(b)
 		putHeader(b[:hl], op, len(p))
 		n := copy(b[hl:], p)
 		return c.writeLocked(b[:hl+n])
@@ -174,6 +182,16 @@ func (c *Conn) Close(code StatusCode, reason string) error {
 	} else {
 		c.closeSent.Store(true)
 		err = c.writeFrameLocked(opClose, closePayload(code, reason))
+	}
+	if err == nil && c.readFailed.Load() {
+		// Failing the connection (RFC 6455 section 7.1.7): the stream
+		// from the peer cannot be trusted to carry its answer, so the end
+		// of ours follows the close frame. The reader reads on until the
+		// peer closes too, so nothing it still sends turns into a reset
+		// that could destroy the close frame on its way.
+		if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
 	}
 	c.wmu.Unlock()
 	if err == nil {
