@@ -33,9 +33,9 @@ lt() {
 }
 j() { jq -r "$2" "$work/$1.json"; }
 
-gobench_cmd="go test -run '^\$' -bench . -benchmem ./stompframe ./sessionlimit ./handshake ./metrics ./broker ./server"
+gobench_cmd="go test -run '^\$' -bench . -benchmem ./stompframe ./sessionlimit ./handshake ./metrics ./broker ./server ./internal/wsconn"
 echo "$gobench_cmd"
-go test -run '^$' -bench . -benchmem ./stompframe ./sessionlimit ./handshake ./metrics ./broker ./server >"$work/gobench.txt" 2>&1 || {
+go test -run '^$' -bench . -benchmem ./stompframe ./sessionlimit ./handshake ./metrics ./broker ./server ./internal/wsconn >"$work/gobench.txt" 2>&1 || {
   cat "$work/gobench.txt" >&2
   exit 1
 }
