@@ -187,17 +187,13 @@ func TestSubscribesOnlyToLocalDestinations(t *testing.T) {
 	waitChannels(a.relay.Channel("/topic/a"), b.relay.Channel("/topic/b"))
 	waitSubscribers(t, rdb, a.relay, "/topic/a", 1)
 
-	if err := s1.Unsubscribe(); err != nil {
-		t.Fatalf("UNSUBSCRIBE: %v", err)
-	}
+	stomptest.Unsubscribe(t, s1)
 	// One local subscriber is left: still subscribed.
 	if err := ca.Send("/topic/sync", "", nil, stomp.SendOpt.Receipt); err != nil {
 		t.Fatal(err)
 	}
 	waitChannels(a.relay.Channel("/topic/a"), b.relay.Channel("/topic/b"))
-	if err := s2.Unsubscribe(); err != nil {
-		t.Fatalf("UNSUBSCRIBE: %v", err)
-	}
+	stomptest.Unsubscribe(t, s2)
 	waitChannels(b.relay.Channel("/topic/b"))
 }
 
@@ -354,9 +350,7 @@ func TestOutageEndsWithoutSubscriptions(t *testing.T) {
 		}
 		return nil
 	})
-	if err := sub.Unsubscribe(); err != nil {
-		t.Fatalf("UNSUBSCRIBE: %v", err)
-	}
+	stomptest.Unsubscribe(t, sub)
 	if err := conn.Send(stomptest.SyncDestination, "", nil, stomp.SendOpt.Receipt); err != nil {
 		t.Fatal(err)
 	}

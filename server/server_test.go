@@ -78,9 +78,7 @@ func TestGoStompClient(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no MESSAGE")
 	}
-	if err := s.Unsubscribe(); err != nil {
-		t.Fatalf("Unsubscribe: %v", err)
-	}
+	stomptest.Unsubscribe(t, s)
 }
 
 func TestMessageIDsUnique(t *testing.T) {

@@ -9,6 +9,7 @@ package stomptest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,6 +57,7 @@ func Connect(tb testing.TB, ws *websocket.Conn, opts ...func(*stomp.Conn) error)
 		stomp.ConnOpt.HeartBeat(0, 0),
 		stomp.ConnOpt.RcvReceiptTimeout(Timeout),
 		stomp.ConnOpt.DisconnectReceiptTimeout(Timeout),
+		stomp.ConnOpt.UnsubscribeReceiptTimeout(Timeout),
 	}, opts...)
 	c, err := stomp.Connect(nc, all...)
 	if err != nil {
@@ -142,4 +144,34 @@ func Next(tb testing.TB, sub *stomp.Subscription) *stomp.Message {
 		tb.Fatalf("no message on %s within %v", sub.Destination(), Timeout)
 	}
 	return nil
+}
+
+// Unsubscribe sends UNSUBSCRIBE for s and fails the test unless the
+// server's RECEIPT for it arrives.
+//
+// go-stomp v3.1.3's Unsubscribe can miss the wake-up it waits for (the
+// subscription closes and broadcasts without the lock its waiter holds)
+// and report a receipt timeout although the RECEIPT arrived. A
+// subscription whose channel has closed got its RECEIPT, so that case
+// passes; a RECEIPT that never came still fails.
+func Unsubscribe(tb testing.TB, s *stomp.Subscription) {
+	tb.Helper()
+	err := s.Unsubscribe()
+	if err == nil {
+		return
+	}
+	if !errors.Is(err, &stomp.ErrUnsubscribeReceiptTimeout) {
+		tb.Fatalf("UNSUBSCRIBE %s: %v", s.Destination(), err)
+	}
+	deadline := time.After(Timeout)
+	for {
+		select {
+		case _, open := <-s.C:
+			if !open {
+				return
+			}
+		case <-deadline:
+			tb.Fatalf("UNSUBSCRIBE %s: no RECEIPT: %v", s.Destination(), err)
+		}
+	}
 }
