@@ -148,9 +148,6 @@ type Conn struct {
 	pingSeq   uint64
 }
 
-// NetConn returns the underlying connection.
-func (c *Conn) NetConn() net.Conn { return c.nc }
-
 // Subprotocol returns the subprotocol chosen during the handshake, or "".
 func (c *Conn) Subprotocol() string { return c.subprotocol }
 
