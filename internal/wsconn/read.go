@@ -140,6 +140,7 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			}
 			chunk := min(h.n-pos, c.w-c.r)
 			start := len(*c.msg)
+			c.growMsg(chunk)
 			*c.msg = append(*c.msg, (*c.in)[c.r:c.r+chunk]...)
 			unmask(h.key, pos, (*c.msg)[start:])
 			pos += chunk
@@ -154,6 +155,19 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			return typ, *c.msg, nil
 		}
 	}
+}
+
+// growMsg makes room for n more bytes in the message being assembled,
+// doubling as bytes arrive but never past the read limit: a peer that
+// stops one byte short of the limit holds at most the limit.
+func (c *Conn) growMsg(n int) {
+	b := *c.msg
+	if len(b)+n <= cap(b) {
+		return
+	}
+	nb := make([]byte, len(b), min(max(2*cap(b), len(b)+n), c.limit))
+	copy(nb, b)
+	*c.msg = nb
 }
 
 // frameHeader is a parsed frame header (RFC 6455 section 5.2).
@@ -223,15 +237,10 @@ func (c *Conn) control(op byte, p []byte) error {
 		if err != nil {
 			return c.fail(err, 0)
 		}
+		// The echo carries the peer's code (none if it sent none); one
+		// sent already, as the answer awaited here, is not repeated.
 		c.wmu.Lock()
-		if !c.closeSent.Load() {
-			var echo []byte
-			if code != StatusNoStatusRcvd {
-				echo = binary.BigEndian.AppendUint16(nil, uint16(code))
-			}
-			_ = c.writeFrameLocked(opClose, echo)
-			c.closeSent.Store(true)
-		}
+		_ = c.sendCloseLocked(closePayload(code, ""))
 		c.wmu.Unlock()
 		// The server closes the TCP connection first (RFC 6455 section
 		// 7.1.1).

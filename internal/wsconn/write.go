@@ -176,13 +176,7 @@ func (c *Conn) pong(p []byte) {
 // sent only as far as it is valid UTF-8.
 func (c *Conn) Close(code StatusCode, reason string) error {
 	c.wmu.Lock()
-	var err error
-	if c.closeSent.Load() {
-		err = ErrClosed
-	} else {
-		c.closeSent.Store(true)
-		err = c.writeFrameLocked(opClose, closePayload(code, reason))
-	}
+	err := c.sendCloseLocked(closePayload(code, reason))
 	if err == nil && c.readFailed.Load() {
 		// Failing the connection (RFC 6455 section 7.1.7): the stream
 		// from the peer cannot be trusted to carry its answer, so the end
@@ -201,6 +195,16 @@ func (c *Conn) Close(code StatusCode, reason string) error {
 		err = cerr
 	}
 	return err
+}
+
+// sendCloseLocked writes a close frame with payload p unless one was sent
+// already (ErrClosed); wmu is held. After it no data frame goes out.
+func (c *Conn) sendCloseLocked(p []byte) error {
+	if c.closeSent.Load() {
+		return ErrClosed
+	}
+	c.closeSent.Store(true)
+	return c.writeFrameLocked(opClose, p)
 }
 
 // closePayload is a close frame's payload: the code and as much of the
