@@ -212,3 +212,18 @@ func FollowCluster(c redis.UniversalClient) {
 		cc.ReloadState(context.Background())
 	}
 }
+
+// ContextTimeoutEnabled reports whether c honours context deadlines on
+// socket reads and writes, as a store's per-call Timeout needs: without
+// it a hung server holds each call for the client's ReadTimeout (3 s by
+// default). Clients of unknown types are trusted.
+func ContextTimeoutEnabled(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	default:
+		return true
+	}
+}
