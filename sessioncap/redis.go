@@ -166,10 +166,6 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	return s, nil
 }
 
-// LeaseTTL returns the lease TTL: the longest a crashed instance's
-// sessions keep their slots.
-func (s *RedisStore) LeaseTTL() time.Duration { return s.ttl }
-
 // Acquire takes a slot of key for a new lease if key holds fewer than max
 // live leases. It returns the lease id (empty when refused) and how many
 // leases key held before. The call is bounded by Timeout; on any Redis

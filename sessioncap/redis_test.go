@@ -259,8 +259,8 @@ func TestNewRedisStoreConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.LeaseTTL() != DefaultLeaseTTL {
-		t.Errorf("LeaseTTL() = %v, want %v", s.LeaseTTL(), DefaultLeaseTTL)
+	if s.ttl != DefaultLeaseTTL {
+		t.Errorf("lease TTL = %v, want %v", s.ttl, DefaultLeaseTTL)
 	}
 	if _, _, _, err := s.Acquire(context.Background(), "", 1); !errors.Is(err, ErrEmptyKey) {
 		t.Errorf("Acquire with empty key = %v, want ErrEmptyKey", err)
