@@ -145,11 +145,11 @@ func New(cfg Config) (*Limiter, error) {
 			defer cancel()
 			return l.redis.client.Ping(ctx).Err()
 		},
-		Name:        "handshake",
-		Mode:        mode,
-		Logger:      cfg.Logger,
-		Changed:     func(active bool) { l.observer.Fallback(active) },
-		ProbeFailed: func(err error) { l.observer.StoreError(StoreRedis, err) },
+		Name:       "handshake",
+		Mode:       mode,
+		Logger:     cfg.Logger,
+		Changed:    func(active bool) { l.observer.Fallback(active) },
+		StoreError: func(err error) { l.observer.StoreError(StoreRedis, err) },
 	})
 	return l, nil
 }
@@ -186,7 +186,7 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 		return l.memory.Allow(ctx, key, lim)
 	}
 	var r Result
-	useFallback, err := l.tryRedis(ctx, start, func() (err error) {
+	useFallback, err := l.fallback.Try(ctx, start, func() (err error) {
 		r, err = l.redis.Allow(ctx, key, lim)
 		return err
 	})
@@ -197,31 +197,6 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 		return l.fallbackDecision(ctx, key, lim)
 	}
 	return r, nil
-}
-
-// tryRedis runs call, a Redis operation, unless the Limiter is in
-// fallback mode and no probe is due, and keeps the fallback state: a
-// success leaves fallback mode, a Redis failure enters it. It reports
-// whether the caller must answer without Redis. The error is the caller's
-// context error when ctx ended, which says nothing about Redis; Redis
-// errors are reported to the Observer, not returned.
-func (l *Limiter) tryRedis(ctx context.Context, start time.Time, call func() error) (useFallback bool, err error) {
-	if !l.fallback.ShouldTry(start) {
-		return true, nil
-	}
-	err = call()
-	if err == nil {
-		l.fallback.Succeeded()
-		return false, nil
-	}
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		// The caller gave up (client gone, server shutting down): that
-		// says nothing about Redis.
-		return false, ctxErr
-	}
-	l.observer.StoreError(StoreRedis, err)
-	l.fallback.Failed(start, err)
-	return true, nil
 }
 
 func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (Result, error) {
@@ -275,7 +250,7 @@ func (l *Limiter) Banned(ctx context.Context, key string) (retryAfter time.Durat
 	if l.redis == nil {
 		return l.memory.Banned(ctx, key)
 	}
-	useFallback, err := l.tryRedis(ctx, l.now(), func() (err error) {
+	useFallback, err := l.fallback.Try(ctx, l.now(), func() (err error) {
 		retryAfter, banned, err = l.redis.Banned(ctx, key)
 		return err
 	})

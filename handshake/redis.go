@@ -97,7 +97,7 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if cfg.Client == nil {
 		return nil, configErrorf("RedisConfig.Client is nil")
 	}
-	if !contextTimeoutEnabled(cfg.Client) {
+	if !fallback.ContextTimeoutEnabled(cfg.Client) {
 		return nil, configErrorf("RedisConfig.Client has ContextTimeoutEnabled false: a hung Redis would hold handshakes past Timeout")
 	}
 	if cfg.Timeout < 0 {
@@ -152,19 +152,6 @@ func (s *RedisStore) PipelineStats() PipelineStats {
 		return PipelineStats{}
 	}
 	return s.pipe.stats()
-}
-
-// contextTimeoutEnabled reports whether c honours context deadlines on
-// socket reads and writes. Clients of unknown types are trusted.
-func contextTimeoutEnabled(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	default:
-		return true
-	}
 }
 
 // Allow decides one request for key under l in Redis. The call is bounded

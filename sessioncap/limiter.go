@@ -150,11 +150,11 @@ func New(cfg Config) (*Limiter, error) {
 			}
 			return l.redis.Ping(ctx)
 		},
-		Name:        "sessioncap",
-		Mode:        mode,
-		Logger:      cfg.Logger,
-		Changed:     func(active bool) { l.observer.Fallback(active) },
-		ProbeFailed: l.observer.StoreError,
+		Name:       "sessioncap",
+		Mode:       mode,
+		Logger:     cfg.Logger,
+		Changed:    func(active bool) { l.observer.Fallback(active) },
+		StoreError: l.observer.StoreError,
 	})
 	return l, nil
 }
@@ -172,10 +172,20 @@ func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lea
 		return Lease{}, Decision{}, ErrInvalidMax
 	}
 	key := scope + ":" + name
-	if l.redis != nil && l.fallback.ShouldTry(l.now()) {
-		id, held, ok, err := l.redis.Acquire(ctx, key, max)
-		if err == nil {
-			l.fallback.Succeeded()
+	if l.redis != nil {
+		var (
+			id   string
+			held int
+			ok   bool
+		)
+		useFallback, err := l.fallback.Try(ctx, l.now(), func() (err error) {
+			id, held, ok, err = l.redis.Acquire(ctx, key, max)
+			return err
+		})
+		if err != nil {
+			return Lease{}, Decision{}, err
+		}
+		if !useFallback {
 			d := Decision{Allowed: ok, Held: held, Store: StoreRedis}
 			l.observer.Decision(scope, d)
 			if !ok {
@@ -184,15 +194,11 @@ func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lea
 			l.memory.Add(key)
 			return Lease{scope: scope, key: key, id: id}, d, nil
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return Lease{}, Decision{}, ctxErr
+		if l.failClosed {
+			d := Decision{Store: StoreNone}
+			l.observer.Decision(scope, d)
+			return Lease{}, d, nil
 		}
-		l.redisFailed(err)
-	}
-	if l.redis != nil && l.failClosed {
-		d := Decision{Store: StoreNone}
-		l.observer.Decision(scope, d)
-		return Lease{}, d, nil
 	}
 	held, ok := l.memory.TryAcquire(key, max)
 	d := Decision{Allowed: ok, Held: held, Store: StoreMemory}
@@ -236,12 +242,6 @@ func (l *Limiter) InFallback() bool { return l.fallback.Active() }
 func (l *Limiter) Close() error {
 	l.fallback.Close()
 	return nil
-}
-
-// redisFailed records a Redis failure and enters fallback mode.
-func (l *Limiter) redisFailed(err error) {
-	l.observer.StoreError(err)
-	l.fallback.Failed(l.now(), err)
 }
 
 // nopObserver is the Observer used when none is configured.

@@ -63,8 +63,10 @@ type RedisObserver interface {
 // RedisConfig configures a RedisStore. Client is required.
 type RedisConfig struct {
 	// Client is the connection to Redis: a single node, Sentinel or
-	// Cluster client. It should have ContextTimeoutEnabled set, so that
-	// Timeout bounds a call to a hung server.
+	// Cluster client (handshake.NewUniversalClient builds one from a
+	// URL). Its options must have ContextTimeoutEnabled set, or a hung
+	// server would hold each acquire for the client's ReadTimeout instead
+	// of Timeout.
 	Client redis.UniversalClient
 	// LeaseTTL is how long a lease lives unless renewed; renewal runs every
 	// LeaseTTL/3. It bounds how long a crashed instance's sessions keep
@@ -121,6 +123,9 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if cfg.Client == nil {
 		return nil, configErrorf("RedisConfig.Client is nil")
 	}
+	if !fallback.ContextTimeoutEnabled(cfg.Client) {
+		return nil, configErrorf("RedisConfig.Client has ContextTimeoutEnabled false: a hung Redis would hold new sessions past Timeout")
+	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
@@ -160,10 +165,6 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	go s.renewLoop()
 	return s, nil
 }
-
-// LeaseTTL returns the lease TTL: the longest a crashed instance's
-// sessions keep their slots.
-func (s *RedisStore) LeaseTTL() time.Duration { return s.ttl }
 
 // Acquire takes a slot of key for a new lease if key holds fewer than max
 // live leases. It returns the lease id (empty when refused) and how many

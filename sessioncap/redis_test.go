@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
@@ -230,12 +232,15 @@ func TestRedisStoreCluster(t *testing.T) {
 func TestNewRedisStoreConfig(t *testing.T) {
 	t.Parallel()
 	client := newTestClient(t, "redis://127.0.0.1:1/0")
+	blocking := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = blocking.Close() })
 	tests := []struct {
 		name    string
 		cfg     RedisConfig
 		wantErr string
 	}{
 		{name: "no client", cfg: RedisConfig{}, wantErr: "sessioncap: RedisConfig.Client is nil"},
+		{name: "context timeouts off", cfg: RedisConfig{Client: blocking}, wantErr: "sessioncap: RedisConfig.Client has ContextTimeoutEnabled false: a hung Redis would hold new sessions past Timeout"},
 		{name: "short ttl", cfg: RedisConfig{Client: client, LeaseTTL: time.Millisecond}, wantErr: "sessioncap: RedisConfig.LeaseTTL 1ms is below 30ms"},
 		{name: "negative timeout", cfg: RedisConfig{Client: client, Timeout: -1}, wantErr: "sessioncap: RedisConfig.Timeout -1ns is negative"},
 		{name: "brace", cfg: RedisConfig{Client: client, Prefix: "x{"}, wantErr: `sessioncap: RedisConfig.Prefix "x{" contains a brace`},
@@ -254,8 +259,8 @@ func TestNewRedisStoreConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.LeaseTTL() != DefaultLeaseTTL {
-		t.Errorf("LeaseTTL() = %v, want %v", s.LeaseTTL(), DefaultLeaseTTL)
+	if s.ttl != DefaultLeaseTTL {
+		t.Errorf("lease TTL = %v, want %v", s.ttl, DefaultLeaseTTL)
 	}
 	if _, _, _, err := s.Acquire(context.Background(), "", 1); !errors.Is(err, ErrEmptyKey) {
 		t.Errorf("Acquire with empty key = %v, want ErrEmptyKey", err)

@@ -112,10 +112,3 @@ func (p *PrincipalStage) SessionClosed(s *interceptor.Session) {
 		p.limiter.Release(lease)
 	}
 }
-
-// Sessions returns how many sessions hold a slot through p.
-func (p *PrincipalStage) Sessions() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.leases)
-}

@@ -46,6 +46,14 @@ func TestAllowNAt(t *testing.T) {
 			{200 * time.Millisecond, 3, false}, // 2 refilled
 			{200 * time.Millisecond, 2, true},
 		}},
+		// n × (window/limit) would overflow int64 here (2^22 × 3.6e12 ns):
+		// a batch that large must still be refused, and count nothing.
+		{"token slow", NewTokenBucket(1, time.Hour), []step{
+			{0, 1 << 22, false},
+			{0, 1 << 30, false},
+			{0, 1, true},
+			{0, 1, false},
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -85,10 +85,12 @@ func (l *TokenBucket) allowN(now int64, n int64) bool {
 		l.span = DefaultLimit * l.interval
 	}
 	// full ≤ now means the bucket is full; the surplus time is not saved.
-	// n is at most 2^31 and interval × limit at most about 2^60, so a
-	// request larger than the bucket is refused before the product could
-	// overflow.
-	if n*l.interval > l.span {
+	// A batch larger than the bucket (span/interval is the limit) is
+	// refused by a division, not by comparing n × interval, which can
+	// overflow (2^22 frames at one per hour do); within the limit the
+	// product is at most span. One frame always fits, and skips the
+	// division on the per-frame path.
+	if n > 1 && n > l.span/l.interval {
 		l.mu.Unlock()
 		return false
 	}

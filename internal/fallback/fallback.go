@@ -32,9 +32,10 @@ type Config struct {
 	Name, Mode string
 	Logger     *slog.Logger
 	// Changed is told when fallback mode starts (true) and ends (false),
-	// once each; ProbeFailed about each failed probe PING.
-	Changed     func(active bool)
-	ProbeFailed func(err error)
+	// once each; StoreError about each failed Redis call, a probe PING or
+	// a call made through Try.
+	Changed    func(active bool)
+	StoreError func(err error)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -72,6 +73,30 @@ func (s *Switch) Active() bool { return s.active.Load() }
 // outside fallback mode, and for one call per RetryInterval inside it.
 func (s *Switch) ShouldTry(now time.Time) bool {
 	return !s.active.Load() || s.due(now)
+}
+
+// Try runs call, one Redis operation of the store, unless the store is
+// in fallback mode and no retry is due at now, and keeps the state: a
+// success ends fallback mode, a failure is told to StoreError and starts
+// it. It reports whether the caller must answer without Redis. The error
+// is ctx's when ctx ended during call: the caller gave up (client gone,
+// server shutting down), which says nothing about Redis, so the state is
+// left alone.
+func (s *Switch) Try(ctx context.Context, now time.Time, call func() error) (useFallback bool, err error) {
+	if !s.ShouldTry(now) {
+		return true, nil
+	}
+	err = call()
+	if err == nil {
+		s.Succeeded()
+		return false, nil
+	}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return false, ctxErr
+	}
+	s.cfg.StoreError(err)
+	s.Failed(now, err)
+	return true, nil
 }
 
 // due reports whether this call may try Redis in fallback mode; at most
@@ -149,7 +174,7 @@ func (s *Switch) probe() {
 		}
 		if s.active.Load() && s.due(s.cfg.Now()) {
 			if err := s.cfg.Ping(context.Background()); err != nil {
-				s.cfg.ProbeFailed(err)
+				s.cfg.StoreError(err)
 			} else {
 				s.Succeeded()
 			}
@@ -185,5 +210,20 @@ func (s *Switch) endProbe(force bool) bool {
 func FollowCluster(c redis.UniversalClient) {
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		cc.ReloadState(context.Background())
+	}
+}
+
+// ContextTimeoutEnabled reports whether c honours context deadlines on
+// socket reads and writes, as a store's per-call Timeout needs: without
+// it a hung server holds each call for the client's ReadTimeout (3 s by
+// default). Clients of unknown types are trusted.
+func ContextTimeoutEnabled(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	default:
+		return true
 	}
 }

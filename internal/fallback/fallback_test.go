@@ -35,7 +35,7 @@ func newSwitch(t *testing.T, ev *events, now func() time.Time, ping func(context
 			}
 			ev.mu.Unlock()
 		},
-		ProbeFailed: func(error) { ev.mu.Lock(); ev.fails++; ev.mu.Unlock() },
+		StoreError: func(error) { ev.mu.Lock(); ev.fails++; ev.mu.Unlock() },
 	})
 	t.Cleanup(s.Close)
 	return s
@@ -105,5 +105,49 @@ func TestSwitchProbeEndsFallback(t *testing.T) {
 	s.mu.Unlock()
 	if probing {
 		t.Fatalf("probe still marked running after Close")
+	}
+}
+
+// TestSwitchTry steps one store's calls through an outage at fixed
+// instants: a failure starts fallback mode and is reported, calls inside
+// the RetryInterval skip Redis, a caller that gave up leaves the state
+// alone, and a success ends the mode.
+func TestSwitchTry(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	ev := &events{}
+	s := newSwitch(t, ev, func() time.Time { return t0 }, func(context.Context) error { return errors.New("down") }, -1)
+	down := errors.New("down")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, step := range []struct {
+		name         string
+		ctx          context.Context
+		at           time.Duration
+		err          error // what the call returns
+		wantCalled   bool
+		wantFallback bool
+		wantErr      error
+		wantActive   bool
+		wantFails    int
+	}{
+		{"healthy", context.Background(), 0, nil, true, false, nil, false, 0},
+		{"failure", context.Background(), 0, down, true, true, nil, true, 1},
+		{"not due", context.Background(), 999 * time.Millisecond, nil, false, true, nil, true, 1},
+		{"caller gone", ended, time.Second, down, true, false, context.Canceled, true, 1},
+		{"recovered", context.Background(), 2 * time.Second, nil, true, false, nil, false, 1},
+	} {
+		called := false
+		useFallback, err := s.Try(step.ctx, t0.Add(step.at), func() error { called = true; return step.err })
+		ev.mu.Lock()
+		fails := ev.fails
+		ev.mu.Unlock()
+		if called != step.wantCalled || useFallback != step.wantFallback || err != step.wantErr || s.Active() != step.wantActive || fails != step.wantFails {
+			t.Fatalf("%s: Try(t0+%v) called %v = %v, %v; active %v, %d errors; want called %v, %v, %v, active %v, %d errors",
+				step.name, step.at, called, useFallback, err, s.Active(), fails,
+				step.wantCalled, step.wantFallback, step.wantErr, step.wantActive, step.wantFails)
+		}
+	}
+	if ev.entered != 1 || ev.left != 1 {
+		t.Fatalf("entered %d, left %d; want 1, 1", ev.entered, ev.left)
 	}
 }
