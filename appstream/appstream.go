@@ -63,9 +63,6 @@ func New(cfg Config) (*Handler, error) {
 	return &Handler{cfg: cfg}, nil
 }
 
-// Stream returns the stream's key.
-func (h *Handler) Stream() string { return h.cfg.Stream }
-
 // HandleApp appends m to the stream; it returns once Redis acknowledged
 // the XADD, or with its error (ctx bounds the wait).
 func (h *Handler) HandleApp(ctx context.Context, m server.AppMessage) error {

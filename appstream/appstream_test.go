@@ -45,7 +45,7 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 	h, err := New(Config{Client: c})
-	if err != nil || h.Stream() != DefaultStream || h.cfg.MaxLen != DefaultMaxLen {
+	if err != nil || h.cfg.Stream != DefaultStream || h.cfg.MaxLen != DefaultMaxLen {
 		t.Fatalf("defaults: %+v, %v", h.cfg, err)
 	}
 }
