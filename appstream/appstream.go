@@ -17,7 +17,10 @@ const DefaultStream = "stompgate:app"
 // DefaultMaxLen bounds the stream's length (approximately, MAXLEN ~):
 // app messages of a few hundred bytes make 100,000 entries some tens of
 // MB in Redis, and at 1,000 app SENDs per second they are 100 s of
-// backlog, enough for a backend to restart without losing any.
+// backlog, enough for a backend to restart without losing any. The
+// bound is in entries, not bytes: clients sending frames of the largest
+// size (64 KiB by default) could make an unread stream hold MaxLen times
+// that, about 6.5 GB, so size Redis' maxmemory or MaxLen for it.
 const DefaultMaxLen = 100_000
 
 // Config configures a Handler. Only Client is required.
@@ -60,9 +63,6 @@ func New(cfg Config) (*Handler, error) {
 	return &Handler{cfg: cfg}, nil
 }
 
-// Stream returns the stream's key.
-func (h *Handler) Stream() string { return h.cfg.Stream }
-
 // HandleApp appends m to the stream; it returns once Redis acknowledged
 // the XADD, or with its error (ctx bounds the wait).
 func (h *Handler) HandleApp(ctx context.Context, m server.AppMessage) error {
@@ -72,7 +72,11 @@ func (h *Handler) HandleApp(ctx context.Context, m server.AppMessage) error {
 func (h *Handler) args(m server.AppMessage) *redis.XAddArgs {
 	hs := make(map[string]string, len(m.Headers))
 	for _, x := range m.Headers {
-		hs[x.Name] = x.Value
+		// A repeated header's first entry is its value (STOMP 1.2,
+		// Repeated Header Entries), as everywhere else in the server.
+		if _, ok := hs[x.Name]; !ok {
+			hs[x.Name] = x.Value
+		}
 	}
 	// A map of strings always encodes.
 	headers, _ := json.Marshal(hs)

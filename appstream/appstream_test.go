@@ -45,7 +45,7 @@ func TestNewValidates(t *testing.T) {
 		})
 	}
 	h, err := New(Config{Client: c})
-	if err != nil || h.Stream() != DefaultStream || h.cfg.MaxLen != DefaultMaxLen {
+	if err != nil || h.cfg.Stream != DefaultStream || h.cfg.MaxLen != DefaultMaxLen {
 		t.Fatalf("defaults: %+v, %v", h.cfg, err)
 	}
 }
@@ -199,4 +199,29 @@ func TestServerAppendsBeforeReceipt(t *testing.T) {
 		t.Fatalf("Send with Redis gone: %v, want ERROR backend unavailable", err)
 	}
 	_ = conn.MustDisconnect()
+}
+
+// A header repeated in the SEND reaches the backend with its first
+// value, the one STOMP 1.2 says counts.
+func TestRepeatedHeaderFirstWins(t *testing.T) {
+	t.Parallel()
+	c := redis.NewClient(&redis.Options{}) // never dialled: args only builds the command
+	t.Cleanup(func() { c.Close() })
+	h, err := New(Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := h.args(server.AppMessage{Destination: "/app/x", Headers: []stompframe.Header{
+		{Name: "room", Value: "7"}, {Name: "k", Value: "v"}, {Name: "room", Value: "8"},
+	}})
+	values := a.Values.([]any)
+	var headers []byte
+	for i := 0; i+1 < len(values); i += 2 {
+		if values[i] == "headers" {
+			headers = values[i+1].([]byte)
+		}
+	}
+	if got, want := string(headers), `{"k":"v","room":"7"}`; got != want {
+		t.Errorf("headers field = %s, want %s", got, want)
+	}
 }

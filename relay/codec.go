@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/binary"
+	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/stompframe"
@@ -68,15 +69,19 @@ func decodeMessage(p, skip string) (wireMessage, error) {
 	w.id = d.string()
 	w.dest = d.string()
 	n := d.uvarint()
-	if d.bad || n > maxWireHeaders {
+	if d.bad || n > maxWireHeaders || !utf8.ValidString(w.id) || !utf8.ValidString(w.dest) {
 		return w, errMalformed
 	}
 	if n > 0 {
 		w.headers = make([]stompframe.Header, n)
 		for i := range w.headers {
-			w.headers[i].Name = d.string()
-			w.headers[i].Value = d.string()
-			if reservedHeader(w.headers[i].Name) {
+			h := &w.headers[i]
+			h.Name = d.string()
+			h.Value = d.string()
+			// Every instance sends what stompframe or the server API
+			// accepted, which is UTF-8; a header that is not would reach
+			// clients in a text message, which browsers refuse whole.
+			if reservedHeader(h.Name) || !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
 				return w, errMalformed
 			}
 		}

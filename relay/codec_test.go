@@ -67,6 +67,10 @@ func TestDecodeMalformed(t *testing.T) {
 		{"varint overflow", "\x01\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f"},
 		{"huge header count", "\x01\x01i\x01x\x01d\xff\xff\x03"},
 		{"reserved header", "\x01\x01i\x01x\x01d\x01\x0bdestinationx\x00"},
+		{"header value not UTF-8", "\x01\x01i\x01x\x01d\x01\x01a\x01\xff"},
+		{"header name not UTF-8", "\x01\x01i\x01x\x01d\x01\x01\xc3\x01v"},
+		{"destination not UTF-8", "\x01\x01i\x01x\x02d\xfe\x00"},
+		{"message-id not UTF-8", "\x01\x01i\x01\x80\x01d\x00"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

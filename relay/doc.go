@@ -103,7 +103,9 @@
 //	body       the rest of the payload
 //
 // with lengths as encoding/binary uvarints. A payload that does not parse,
-// or carries a header the broker sets itself, is dropped and counted.
+// carries a header the broker sets itself, or has a message-id,
+// destination, header name or value that is not UTF-8, is dropped and
+// counted.
 //
 // # Outages
 //

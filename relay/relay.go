@@ -84,9 +84,6 @@ func New(cfg Config) (*Relay, error) {
 	return r, nil
 }
 
-// Instance returns the random id that tags this relay's messages.
-func (r *Relay) Instance() string { return r.instance }
-
 // Sharded reports whether the relay uses sharded Pub/Sub (Redis Cluster).
 func (r *Relay) Sharded() bool { return r.sharded }
 

@@ -72,14 +72,7 @@ func startAdmin(st *settings, h http.Handler, logger *slog.Logger) (*adminServer
 	if err != nil {
 		return nil, badSetting("admin-addr", st.adminAddr, err.Error())
 	}
-	hs := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: st.httpReadHeaderTimeout,
-		ReadTimeout:       st.httpReadTimeout,
-		IdleTimeout:       st.httpIdleTimeout,
-		MaxHeaderBytes:    st.httpMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs := newHTTPServer(st, h, logger)
 	s := &adminServer{hs: hs, errc: make(chan error, 1), addr: ln.Addr().String()}
 	go func() { s.errc <- hs.Serve(ln) }()
 	logger.Info("admin listening", "addr", s.addr, "pprof", st.pprof)

@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -71,7 +71,7 @@ func (a *app) newAppHandler(st *settings) (server.AppHandler, error) {
 	host, _ := os.Hostname()
 	h, err := appstream.New(appstream.Config{Client: a.redis, Stream: st.appStream, MaxLen: st.appStreamMaxLen, Instance: host})
 	if err != nil {
-		return nil, errors.Join(errors.New("-app-stream"), err)
+		return nil, fmt.Errorf("-app-stream / -app-stream-maxlen: %w", err)
 	}
 	return h, nil
 }

@@ -82,8 +82,8 @@ func (s *settings) validatePeers() error {
 	return nil
 }
 
-// newHTTPServer returns the public listener's server with the settings'
-// bounds on slow, idle and oversized requests.
+// newHTTPServer returns a listener's server, public or admin, with the
+// settings' bounds on slow, idle and oversized requests.
 func newHTTPServer(st *settings, h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,

@@ -86,7 +86,10 @@ func (g *Game) Move(p string, cell int) error {
 	b := []byte(g.Board)
 	b[cell] = mark[0]
 	g.Board = string(b)
-	g.Turn = map[string]string{"X": "O", "O": "X"}[mark]
+	g.Turn = "O"
+	if mark == "O" {
+		g.Turn = "X"
+	}
 	if w := winner(g.Board); w != "" {
 		g.Winner, g.Turn = w, ""
 	}
