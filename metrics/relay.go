@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/relay"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // RelayDirection is the direction label of stompgate_relay_messages_total.
 type RelayDirection uint8
@@ -21,14 +17,17 @@ const (
 	numRelayDirections = iota
 )
 
+// The relay's label values are spelled here rather than taken from package
+// relay, which would bring its Redis client into every program that
+// imports metrics; TestRelayLabelsAreTheRelays keeps the two the same.
 var relayDirectionLabels = [numRelayDirections]string{
 	RelayOther: labelOther,
-	RelayOut:   relay.DirectionOut,
-	RelayIn:    relay.DirectionIn,
+	RelayOut:   "out",
+	RelayIn:    "in",
 }
 
 // RelayDirectionOf returns the RelayDirection of a direction the relay
-// reported (relay.DirectionOut, relay.DirectionIn); anything else is
+// reported ("out", relay.DirectionIn); anything else is
 // RelayOther.
 func RelayDirectionOf(direction string) RelayDirection {
 	return enumOf[RelayDirection](relayDirectionLabels[:], direction)
@@ -57,9 +56,9 @@ const (
 
 var relayDropReasonLabels = [numRelayDropReasons]string{
 	RelayDropOther:      labelOther,
-	RelayDropQueueFull:  relay.DropQueueFull,
-	RelayDropRedisError: relay.DropRedisError,
-	RelayDropMalformed:  relay.DropMalformed,
+	RelayDropQueueFull:  "queue_full",
+	RelayDropRedisError: "redis_error",
+	RelayDropMalformed:  "malformed",
 }
 
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
@@ -94,9 +93,9 @@ const (
 
 var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
 	RelayResubscribeOther:      labelOther,
-	RelayResubscribeMoved:      relay.ResubscribeMoved,
-	RelayResubscribeConnection: relay.ResubscribeConnection,
-	RelayResubscribeUnanswered: relay.ResubscribeUnanswered,
+	RelayResubscribeMoved:      "moved",
+	RelayResubscribeConnection: "connection",
+	RelayResubscribeUnanswered: "unanswered",
 }
 
 // RelayResubscribeReasonOf returns the RelayResubscribeReason of a

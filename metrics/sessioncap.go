@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/sessioncap"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // CapScope is the scope label of the session cap metrics: what a cap
 // counts sessions by.
@@ -24,10 +20,13 @@ const (
 	numCapScopes = iota
 )
 
+// The scopes are spelled here rather than taken from package sessioncap,
+// which would bring its Redis client into every program that imports
+// metrics; TestEnumLabels keeps the two the same.
 var capScopeLabels = [numCapScopes]string{
 	CapScopeOther:     labelOther,
-	CapScopeIP:        sessioncap.ScopeIP,
-	CapScopePrincipal: sessioncap.ScopePrincipal,
+	CapScopeIP:        "ip",
+	CapScopePrincipal: "principal",
 }
 
 // CapScopeOf returns the CapScope of a scope the session caps reported
