@@ -60,10 +60,8 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		LimiterDecisionBuckets, "store")
 	storeErrors := b.counterVec("stompgate_handshake_limiter_store_errors_total",
 		"Handshake limiter store calls that failed, by store.", "store")
-	for s, l := range storeLabels {
-		m.limiterDecision[s] = decision.WithLabelValues(l)
-		m.limiterStoreErrors[s] = storeErrors.WithLabelValues(l)
-	}
+	resolve(m.limiterDecision[:], storeLabels[:], decision.WithLabelValues)
+	resolve(m.limiterStoreErrors[:], storeLabels[:], storeErrors.WithLabelValues)
 	m.limiterFallback = b.gauge("stompgate_handshake_limiter_fallback",
 		"1 while the handshake limiter runs on its in-process fallback store because Redis is unreachable, else 0.")
 }

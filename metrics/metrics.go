@@ -197,6 +197,15 @@ func (b *builder) rollback() {
 	b.done = nil
 }
 
+// resolve sets children[i] to child(values[i]): the child of a one-label
+// vector for each of the label's values, so that the methods called per
+// event index an array and never call WithLabelValues.
+func resolve[T any](children []T, values []string, child func(...string) T) {
+	for i, v := range values {
+		children[i] = child(v)
+	}
+}
+
 func (b *builder) counter(name, help string) prometheus.Counter {
 	b.name = name
 	return promauto.With(b).NewCounter(prometheus.CounterOpts{Name: name, Help: help})

@@ -124,14 +124,10 @@ func (m *Metrics) buildRelay(b *builder) {
 	messages := b.counterVec("stompgate_relay_messages_total",
 		"Messages relayed between instances through Redis, by direction (out: published, in: received and delivered locally).",
 		"direction")
-	for d, l := range relayDirectionLabels {
-		m.relay.messages[d] = messages.WithLabelValues(l)
-	}
+	resolve(m.relay.messages[:], relayDirectionLabels[:], messages.WithLabelValues)
 	dropped := b.counterVec("stompgate_relay_dropped_total",
 		"Messages that could not cross between instances, by reason.", "reason")
-	for r, l := range relayDropReasonLabels {
-		m.relay.dropped[r] = dropped.WithLabelValues(l)
-	}
+	resolve(m.relay.dropped[:], relayDropReasonLabels[:], dropped.WithLabelValues)
 	m.relay.outage = b.gauge("stompgate_relay_outage",
 		"1 while the cross-instance relay cannot reach Redis, else 0.")
 	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
@@ -140,9 +136,7 @@ func (m *Metrics) buildRelay(b *builder) {
 		"Redis channels the relay wants but has no live subscription for (lost to a slot move or a failed connection and not yet subscribed again); messages from other instances on them are lost meanwhile.")
 	resubscribes := b.counterVec("stompgate_relay_resubscribes_total",
 		"Relay subscription connections replaced, with every channel they carried, by reason.", "reason")
-	for r, l := range relayResubscribeReasonLabels {
-		m.relay.resubscribes[r] = resubscribes.WithLabelValues(l)
-	}
+	resolve(m.relay.resubscribes[:], relayResubscribeReasonLabels[:], resubscribes.WithLabelValues)
 }
 
 // RelayResubscribes counts n relay subscription connections replaced

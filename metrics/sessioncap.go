@@ -52,9 +52,7 @@ type capMetrics struct {
 func (m *Metrics) buildSessionCaps(b *builder) {
 	leases := b.gaugeVec("stompgate_session_cap_leases",
 		"Session slots this instance holds in the session caps, by scope (ip, principal).", "scope")
-	for s, l := range capScopeLabels {
-		m.caps.leases[s] = leases.WithLabelValues(l)
-	}
+	resolve(m.caps.leases[:], capScopeLabels[:], leases.WithLabelValues)
 	m.caps.storeErrors = b.counter("stompgate_session_cap_store_errors_total",
 		"Redis calls of the session caps that failed (acquire, release, renewal, probe).")
 	m.caps.restored = b.counter("stompgate_session_cap_leases_restored_total",
