@@ -91,16 +91,15 @@ type Metrics struct {
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts
 	// "other".
-	backend backendMetrics
-
 	prefixes     []string
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
 	panics       prometheus.Counter
 	readerPauses prometheus.Counter
 
-	relay relayMetrics
-	caps  capMetrics
+	relay   relayMetrics
+	caps    capMetrics
+	backend backendMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 }
