@@ -15,6 +15,9 @@ func TestBackendCounters(t *testing.T) {
 	m.APIRequest(api.EndpointPublish, http.StatusAccepted)
 	m.APIRequest(api.EndpointSessions, http.StatusUnauthorized)
 	m.APIRequest("nope", http.StatusTeapot)
+	m.APIRequest(api.EndpointDisconnect, http.StatusTeapot)
+	m.APIRequest("nope", http.StatusOK)
+	m.AppHandled("nope")
 	m.AppHandled(server.AppOK)
 	m.AppHandled(server.AppError)
 	m.AppHandled(server.AppError)
@@ -28,6 +31,9 @@ func TestBackendCounters(t *testing.T) {
 		{"stompgate_api_requests_total", []string{"endpoint", "publish", "code", "202"}, 2},
 		{"stompgate_api_requests_total", []string{"endpoint", "sessions", "code", "401"}, 1},
 		{"stompgate_api_requests_total", []string{"endpoint", "other", "code", "other"}, 1},
+		{"stompgate_api_requests_total", []string{"endpoint", "disconnect", "code", "other"}, 1},
+		{"stompgate_api_requests_total", []string{"endpoint", "other", "code", "200"}, 1},
+		{"stompgate_app_messages_total", []string{"result", "other"}, 1},
 		{"stompgate_app_messages_total", []string{"result", "ok"}, 1},
 		{"stompgate_app_messages_total", []string{"result", "error"}, 2},
 		{"stompgate_app_messages_total", []string{"result", "no_backend"}, 1},

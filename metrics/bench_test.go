@@ -179,6 +179,14 @@ func TestHotPathAllocations(t *testing.T) {
 		{"SetLimiterFallback", func() { m.SetLimiterFallback(true) }},
 		{"SessionOpened", func() { m.SessionOpened() }},
 		{"SessionClosed", func() { m.SessionClosed(server.CloseClientGone) }},
+		{"FrameDropped by reason string", func() { m.FrameDropped("SEND", DropReasonOf("rate_limit")) }},
+		{"RelayMessages", func() { m.RelayMessages(RelayDirectionOf("in"), 1) }},
+		{"RelayDropped", func() { m.RelayDropped(RelayDropReasonOf("queue_full"), 1) }},
+		{"AppHandled", func() { m.AppHandled("ok") }},
+		{"APIRequest", func() { m.APIRequest("publish", 202) }},
+		{"UserDelivered", func() { m.UserDelivered() }},
+		{"SessionCapAcquired", func() { m.SessionCapAcquired(CapScopeOf("ip")) }},
+		{"HTTPTimedOut", func() { m.HTTPTimedOut(HTTPTimeoutRead) }},
 	}
 	for _, tt := range tests {
 		if got := testing.AllocsPerRun(100, tt.f); got != 0 {

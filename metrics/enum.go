@@ -19,11 +19,15 @@ func known[E enum](labels []string, e E) E {
 func labelOf[E enum](labels []string, e E) string { return labels[known(labels, e)] }
 
 // enumOf returns the value whose label is v; 0 ("other") when none is.
-// labels[0] is never matched, so "other" itself maps to 0 too.
-func enumOf[E enum](labels []string, v string) E {
+func enumOf[E enum](labels []string, v string) E { return E(labelIndex(labels, v)) }
+
+// labelIndex returns the index of v in labels, whose first entry is
+// "other"; 0 when v is not there. labels[0] is never matched, so "other"
+// itself maps to 0 too.
+func labelIndex(labels []string, v string) int {
 	for i := 1; i < len(labels); i++ {
 		if labels[i] == v {
-			return E(i)
+			return i
 		}
 	}
 	return 0

@@ -24,16 +24,6 @@ var storeLabels = [numStores]string{
 	storeMemory: "memory",
 }
 
-func storeIndex(store string) int {
-	switch store {
-	case "redis":
-		return storeRedis
-	case "memory":
-		return storeMemory
-	}
-	return storeOther
-}
-
 // LimiterDecisionBuckets are the upper bounds, in seconds, of
 // stompgate_handshake_limiter_decision_seconds: 50µs (an in-process
 // decision) to 250ms (a Redis round trip in trouble). 50ms is a bound so an
@@ -60,10 +50,8 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		LimiterDecisionBuckets, "store")
 	storeErrors := b.counterVec("stompgate_handshake_limiter_store_errors_total",
 		"Handshake limiter store calls that failed, by store.", "store")
-	for s, l := range storeLabels {
-		m.limiterDecision[s] = decision.WithLabelValues(l)
-		m.limiterStoreErrors[s] = storeErrors.WithLabelValues(l)
-	}
+	resolve(m.limiterDecision[:], storeLabels[:], decision.WithLabelValues)
+	resolve(m.limiterStoreErrors[:], storeLabels[:], storeErrors.WithLabelValues)
 	m.limiterFallback = b.gauge("stompgate_handshake_limiter_fallback",
 		"1 while the handshake limiter runs on its in-process fallback store because Redis is unreachable, else 0.")
 }
@@ -89,7 +77,7 @@ func (m *Metrics) LimiterDecision(store string, elapsed time.Duration) {
 	if m == nil {
 		return
 	}
-	m.limiterDecision[storeIndex(store)].Observe(max(elapsed, 0).Seconds())
+	m.limiterDecision[labelIndex(storeLabels[:], store)].Observe(max(elapsed, 0).Seconds())
 }
 
 // LimiterStoreError counts a failed call to a limiter store
@@ -98,7 +86,7 @@ func (m *Metrics) LimiterStoreError(store string) {
 	if m == nil {
 		return
 	}
-	m.limiterStoreErrors[storeIndex(store)].Inc()
+	m.limiterStoreErrors[labelIndex(storeLabels[:], store)].Inc()
 }
 
 // SetLimiterFallback sets stompgate_handshake_limiter_fallback to 1 while

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -142,5 +143,17 @@ func TestLimiterDecisionBuckets(t *testing.T) {
 	}
 	if !has50ms {
 		t.Error("no bucket edge at 0.05s, the alert threshold")
+	}
+}
+
+// TestStoreLabelsAreTheLimiters checks that the store label values are the
+// handshake limiter's own names for its stores, which this package spells
+// itself so as not to import the limiter's Redis client.
+func TestStoreLabelsAreTheLimiters(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{handshake.StoreRedis, handshake.StoreMemory} {
+		if got := storeLabels[labelIndex(storeLabels[:], s)]; got != s {
+			t.Errorf("storeLabels[labelIndex(storeLabels, %q)] = %q, want %q", s, got, s)
+		}
 	}
 }

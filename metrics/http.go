@@ -31,9 +31,7 @@ func (k HTTPTimeout) String() string { return labelOf(httpTimeoutLabels[:], k) }
 func (m *Metrics) buildHTTP(b *builder) {
 	timeouts := b.counterVec("stompgate_http_timeouts_total",
 		"Plain HTTP connections the server closed because a timeout ran out, by kind.", "kind")
-	for k := range m.httpTimeouts {
-		m.httpTimeouts[k] = timeouts.WithLabelValues(httpTimeoutLabels[k])
-	}
+	resolve(m.httpTimeouts[:], httpTimeoutLabels[:], timeouts.WithLabelValues)
 }
 
 // HTTPTimedOut counts a connection closed by an HTTP server timeout

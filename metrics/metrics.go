@@ -91,16 +91,15 @@ type Metrics struct {
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts
 	// "other".
-	backend backendMetrics
-
 	prefixes     []string
 	delivered    []prometheus.Counter
 	slowConsumer prometheus.Counter
 	panics       prometheus.Counter
 	readerPauses prometheus.Counter
 
-	relay relayMetrics
-	caps  capMetrics
+	relay   relayMetrics
+	caps    capMetrics
+	backend backendMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 }
@@ -195,6 +194,15 @@ func (b *builder) rollback() {
 		b.reg.Unregister(c)
 	}
 	b.done = nil
+}
+
+// resolve sets children[i] to child(values[i]): the child of a one-label
+// vector for each of the label's values, so that the methods called per
+// event index an array and never call WithLabelValues.
+func resolve[T any](children []T, values []string, child func(...string) T) {
+	for i, v := range values {
+		children[i] = child(v)
+	}
 }
 
 func (b *builder) counter(name, help string) prometheus.Counter {

@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/relay"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // RelayDirection is the direction label of stompgate_relay_messages_total.
 type RelayDirection uint8
@@ -21,14 +17,17 @@ const (
 	numRelayDirections = iota
 )
 
+// The relay's label values are spelled here rather than taken from package
+// relay, which would bring its Redis client into every program that
+// imports metrics; TestRelayLabelsAreTheRelays keeps the two the same.
 var relayDirectionLabels = [numRelayDirections]string{
 	RelayOther: labelOther,
-	RelayOut:   relay.DirectionOut,
-	RelayIn:    relay.DirectionIn,
+	RelayOut:   "out",
+	RelayIn:    "in",
 }
 
 // RelayDirectionOf returns the RelayDirection of a direction the relay
-// reported (relay.DirectionOut, relay.DirectionIn); anything else is
+// reported ("out", relay.DirectionIn); anything else is
 // RelayOther.
 func RelayDirectionOf(direction string) RelayDirection {
 	return enumOf[RelayDirection](relayDirectionLabels[:], direction)
@@ -57,9 +56,9 @@ const (
 
 var relayDropReasonLabels = [numRelayDropReasons]string{
 	RelayDropOther:      labelOther,
-	RelayDropQueueFull:  relay.DropQueueFull,
-	RelayDropRedisError: relay.DropRedisError,
-	RelayDropMalformed:  relay.DropMalformed,
+	RelayDropQueueFull:  "queue_full",
+	RelayDropRedisError: "redis_error",
+	RelayDropMalformed:  "malformed",
 }
 
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
@@ -94,9 +93,9 @@ const (
 
 var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
 	RelayResubscribeOther:      labelOther,
-	RelayResubscribeMoved:      relay.ResubscribeMoved,
-	RelayResubscribeConnection: relay.ResubscribeConnection,
-	RelayResubscribeUnanswered: relay.ResubscribeUnanswered,
+	RelayResubscribeMoved:      "moved",
+	RelayResubscribeConnection: "connection",
+	RelayResubscribeUnanswered: "unanswered",
 }
 
 // RelayResubscribeReasonOf returns the RelayResubscribeReason of a
@@ -125,14 +124,10 @@ func (m *Metrics) buildRelay(b *builder) {
 	messages := b.counterVec("stompgate_relay_messages_total",
 		"Messages relayed between instances through Redis, by direction (out: published, in: received and delivered locally).",
 		"direction")
-	for d, l := range relayDirectionLabels {
-		m.relay.messages[d] = messages.WithLabelValues(l)
-	}
+	resolve(m.relay.messages[:], relayDirectionLabels[:], messages.WithLabelValues)
 	dropped := b.counterVec("stompgate_relay_dropped_total",
 		"Messages that could not cross between instances, by reason.", "reason")
-	for r, l := range relayDropReasonLabels {
-		m.relay.dropped[r] = dropped.WithLabelValues(l)
-	}
+	resolve(m.relay.dropped[:], relayDropReasonLabels[:], dropped.WithLabelValues)
 	m.relay.outage = b.gauge("stompgate_relay_outage",
 		"1 while the cross-instance relay cannot reach Redis, else 0.")
 	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
@@ -141,9 +136,7 @@ func (m *Metrics) buildRelay(b *builder) {
 		"Redis channels the relay wants but has no live subscription for (lost to a slot move or a failed connection and not yet subscribed again); messages from other instances on them are lost meanwhile.")
 	resubscribes := b.counterVec("stompgate_relay_resubscribes_total",
 		"Relay subscription connections replaced, with every channel they carried, by reason.", "reason")
-	for r, l := range relayResubscribeReasonLabels {
-		m.relay.resubscribes[r] = resubscribes.WithLabelValues(l)
-	}
+	resolve(m.relay.resubscribes[:], relayResubscribeReasonLabels[:], resubscribes.WithLabelValues)
 }
 
 // RelayResubscribes counts n relay subscription connections replaced

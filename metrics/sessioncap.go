@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/sessioncap"
-)
+import "github.com/prometheus/client_golang/prometheus"
 
 // CapScope is the scope label of the session cap metrics: what a cap
 // counts sessions by.
@@ -24,10 +20,13 @@ const (
 	numCapScopes = iota
 )
 
+// The scopes are spelled here rather than taken from package sessioncap,
+// which would bring its Redis client into every program that imports
+// metrics; TestEnumLabels keeps the two the same.
 var capScopeLabels = [numCapScopes]string{
 	CapScopeOther:     labelOther,
-	CapScopeIP:        sessioncap.ScopeIP,
-	CapScopePrincipal: sessioncap.ScopePrincipal,
+	CapScopeIP:        "ip",
+	CapScopePrincipal: "principal",
 }
 
 // CapScopeOf returns the CapScope of a scope the session caps reported
@@ -53,9 +52,7 @@ type capMetrics struct {
 func (m *Metrics) buildSessionCaps(b *builder) {
 	leases := b.gaugeVec("stompgate_session_cap_leases",
 		"Session slots this instance holds in the session caps, by scope (ip, principal).", "scope")
-	for s, l := range capScopeLabels {
-		m.caps.leases[s] = leases.WithLabelValues(l)
-	}
+	resolve(m.caps.leases[:], capScopeLabels[:], leases.WithLabelValues)
 	m.caps.storeErrors = b.counter("stompgate_session_cap_store_errors_total",
 		"Redis calls of the session caps that failed (acquire, release, renewal, probe).")
 	m.caps.restored = b.counter("stompgate_session_cap_leases_restored_total",
