@@ -92,6 +92,15 @@ func NewMessageParts(id, dest string, headers []stompframe.Header, body []byte) 
 	return m
 }
 
+// Redirected returns a copy of m addressed to dest, sharing m's id,
+// headers and body, for one subscriber that is shown another destination
+// than the one it was published to (a user destination). Nothing is
+// encoded ahead: AppendFrame writes the copy straight into the
+// subscriber's buffer.
+func (m *Message) Redirected(dest string) *Message {
+	return &Message{ID: m.ID, Destination: dest, Binary: m.Binary, headers: m.headers, body: m.body}
+}
+
 // Headers returns the passed-through headers (not a copy; do not modify).
 func (m *Message) Headers() []stompframe.Header { return m.headers }
 
@@ -218,8 +227,9 @@ func (m *Message) Size(sub *Subscription) int {
 const messageOverhead = 256
 
 // MemSize is an estimate of the memory m holds: its shared encodings plus
-// a fixed overhead for the struct. Bounds on buffered messages (a
-// session's transactions, its outbound queue) are in these bytes.
+// a fixed overhead for the struct. A session's bound on the SENDs its
+// open transactions hold is in these bytes (its outbound queue counts
+// Size, the bytes each frame takes on the wire).
 func (m *Message) MemSize() int {
 	n := messageOverhead + len(m.ID) + len(m.Destination)
 	for _, t := range m.tail {

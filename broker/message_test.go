@@ -340,6 +340,34 @@ func TestNewMessageParts(t *testing.T) {
 	}
 }
 
+func TestRedirected(t *testing.T) {
+	t.Parallel()
+	f := &stompframe.Frame{Command: stompframe.CommandSend, Body: []byte("for you\x00only")}
+	f.Add("destination", "/user/alice/queue/inbox")
+	f.Add("x:tag", "a\nb")
+	m := NewMessage("id-4", f)
+	c := m.Redirected("/user/queue/inbox")
+	if c.ID != m.ID || c.Destination != "/user/queue/inbox" || c.Binary != m.Binary {
+		t.Errorf("Redirected = %+v", c)
+	}
+	for _, v := range []stompframe.Version{stompframe.V10, stompframe.V11, stompframe.V12} {
+		sub := NewSubscription("s", "/user/alice/queue/inbox", AckClient, v, &recorder{})
+		want := NewMessageParts(m.ID, c.Destination, m.Headers(), m.Body()).AppendFrame(nil, sub)
+		got := c.AppendFrame(nil, sub)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%v: AppendFrame = %q, want %q", v, got, want)
+		}
+		if n := c.Size(sub); n < len(got) {
+			t.Errorf("%v: Size = %d, below the %d bytes written", v, n, len(got))
+		}
+	}
+	for i, tail := range c.tail {
+		if tail != nil {
+			t.Errorf("tail[%d] encoded ahead of AppendFrame", i)
+		}
+	}
+}
+
 func TestDecimalLen(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{0, 1, 9, 10, 99, 100, 12345, 1 << 30} {

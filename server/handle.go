@@ -57,7 +57,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	case stompframe.CommandConnect, stompframe.CommandStomp:
 		return s.onConnect(f)
 	case stompframe.CommandSend:
-		if end := s.onSend(f); end {
+		if end := s.onSend(f, receipt); end {
 			return true
 		}
 	case stompframe.CommandSubscribe:
@@ -151,23 +151,13 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 	}
 	switch cmd {
 	case stompframe.CommandSend:
-		if e := need("destination"); e.message != "" {
+		if e := needDestination(f); e.message != "" {
 			return e
 		}
-		if f.Get("destination") == "" {
-			return malformed("invalid destination", "the destination header is empty")
-		}
-		if tx, ok := f.Lookup("transaction"); ok {
-			if _, open := s.txs[tx]; !open {
-				return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
-			}
-		}
+		return s.inOpenTransaction(f)
 	case stompframe.CommandSubscribe:
-		if e := need("destination"); e.message != "" {
+		if e := needDestination(f); e.message != "" {
 			return e
-		}
-		if f.Get("destination") == "" {
-			return malformed("invalid destination", "the destination header is empty")
 		}
 		if s.version >= stompframe.V11 {
 			if e := need("id"); e.message != "" {
@@ -199,25 +189,43 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 		if e.message != "" {
 			return e
 		}
-		if tx, ok := f.Lookup("transaction"); ok {
-			if _, open := s.txs[tx]; !open {
-				return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
-			}
-		}
+		return s.inOpenTransaction(f)
 	case stompframe.CommandBegin:
 		if e := need("transaction"); e.message != "" {
 			return e
 		}
-		if _, open := s.txs[f.Get("transaction")]; open {
-			return malformed("duplicate transaction", fmt.Sprintf("transaction %q is already open", f.Get("transaction")))
+		if tx := f.Get("transaction"); s.txs[tx] != nil {
+			return malformed("duplicate transaction", fmt.Sprintf("transaction %q is already open", tx))
 		}
 	case stompframe.CommandCommit, stompframe.CommandAbort:
 		if e := need("transaction"); e.message != "" {
 			return e
 		}
-		if _, open := s.txs[f.Get("transaction")]; !open {
-			return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", f.Get("transaction")))
+		if tx := f.Get("transaction"); s.txs[tx] == nil {
+			return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
 		}
+	}
+	return frameError{}
+}
+
+// needDestination checks that f (a SEND or SUBSCRIBE) names a
+// destination, and a non-empty one.
+func needDestination(f *stompframe.Frame) frameError {
+	dest, ok := f.Lookup("destination")
+	if !ok {
+		return frameError{KindMissingHeader, "missing header", fmt.Sprintf("%s requires the destination header", f.Command)}
+	}
+	if dest == "" {
+		return malformed("invalid destination", "the destination header is empty")
+	}
+	return frameError{}
+}
+
+// inOpenTransaction checks that the transaction f (a SEND, ACK or NACK)
+// names, if it names one, is open.
+func (s *session) inOpenTransaction(f *stompframe.Frame) frameError {
+	if tx, ok := f.Lookup("transaction"); ok && s.txs[tx] == nil {
+		return malformed("unknown transaction", fmt.Sprintf("transaction %q is not open", tx))
 	}
 	return frameError{}
 }
@@ -264,17 +272,17 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 	return false
 }
 
-func (s *session) onSend(f *stompframe.Frame) bool {
+func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
 	if name, ok := f.Lookup("transaction"); ok {
 		tx := s.txs[name]
 		if len(tx.msgs) >= s.srv.cfg.MaxTransactionFrames {
-			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames)), f.Get("receipt"))
+			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames)), receipt)
 			return true
 		}
 		size := m.MemSize()
 		if s.txBytes+size > s.srv.cfg.MaxTransactionBytes {
-			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d bytes held in open transactions per session", s.srv.cfg.MaxTransactionBytes)), f.Get("receipt"))
+			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d bytes held in open transactions per session", s.srv.cfg.MaxTransactionBytes)), receipt)
 			return true
 		}
 		tx.msgs = append(tx.msgs, m)
@@ -282,7 +290,7 @@ func (s *session) onSend(f *stompframe.Frame) bool {
 		s.txBytes += size
 		return false
 	}
-	return s.publish(m, f.Get("receipt"))
+	return s.publish(m, receipt)
 }
 
 // publish delivers m, or hands it to the AppHandler when it is for an app

@@ -61,7 +61,7 @@ type session struct {
 	outEvery    time.Duration // negotiated outgoing heart-beat; 0 none
 
 	expiry  *time.Timer // ends the session when its credentials expire
-	expires int64       // Unix nanoseconds expiry is armed for
+	expires int64       // Unix nanoseconds expiry is armed for; written by the reader under mu
 
 	writers sync.WaitGroup // the writer goroutine, when one runs
 

@@ -60,8 +60,7 @@ type userSubscriber struct {
 // The copy shares m's headers and body; it is encoded for the
 // subscriber's version when written.
 func (u *userSubscriber) Deliver(sub *broker.Subscription, m *broker.Message) bool {
-	c := broker.NewMessageParts(m.ID, u.dest, m.Headers(), m.Body())
-	ok := u.s.Deliver(sub, c)
+	ok := u.s.Deliver(sub, m.Redirected(u.dest))
 	if ok && u.s.srv.backend != nil {
 		u.s.srv.backend.UserDelivered()
 	}
