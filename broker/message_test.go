@@ -211,8 +211,10 @@ func TestAppendFrameEscaping(t *testing.T) {
 		v    stompframe.Version
 		want string // the x-note header line
 	}{
-		{stompframe.V10, "x-note:" + value + "\n"},
-		{stompframe.V11, `x-note:a\cb\nc\\d` + "\r" + "e\n"},
+		// 1.0 has no escapes: LF and CR would end the line, so they
+		// travel as spaces.
+		{stompframe.V10, "x-note:a:b c\\d e\n"},
+		{stompframe.V11, `x-note:a\cb\nc\\d e` + "\n"},
 		{stompframe.V12, `x-note:a\cb\nc\\d\re` + "\n"},
 	}
 	for _, tt := range tests {
@@ -251,6 +253,36 @@ func TestAppendFrameEscaping(t *testing.T) {
 				t.Errorf("%v: header %q = %q, want %q", tt.v, h.Name, got, h.Value)
 			}
 		}
+	}
+}
+
+// TestNoHeaderInjectionIntoOlderVersions publishes, as a 1.2 client can,
+// header values and names holding LF, CR and colons, and decodes the
+// MESSAGE each version's subscriber gets: none may carry a header the
+// publisher smuggled in, and the body must arrive whole.
+func TestNoHeaderInjectionIntoOlderVersions(t *testing.T) {
+	t.Parallel()
+	m := NewMessage("id", send("hello", "destination", "/t",
+		"x-a", "1\ncontent-length:0\nx-forged:1",
+		"x-b\ncontent-type:evil", "2\r\nx-forged:2"))
+	b := New()
+	for _, v := range []stompframe.Version{stompframe.V10, stompframe.V11, stompframe.V12} {
+		sub := NewSubscription("s", "/t", AckAuto, v, &recorder{})
+		b.Subscribe(sub)
+		b.Publish(m)
+		f := decode(t, m.AppendFrame(nil, sub), v)
+		for _, h := range f.Headers {
+			if strings.HasPrefix(h.Name, "x-forged") || h.Name == "content-type" {
+				t.Errorf("%v: a forged header %q:%q reached the subscriber", v, h.Name, h.Value)
+			}
+		}
+		if got, _ := f.Lookup("content-length"); got != "5" {
+			t.Errorf("%v: content-length %q, want 5", v, got)
+		}
+		if string(f.Body) != "hello" {
+			t.Errorf("%v: body %q, want hello", v, f.Body)
+		}
+		b.Unsubscribe(sub)
 	}
 }
 

@@ -9,13 +9,17 @@ import "strconv"
 // contain NUL adds one (see AppendContentLength). Append allocates nothing
 // when dst has room.
 //
-// Some values cannot be written in every version: a 1.0 or unescaped
-// header cannot hold LF, and a 1.1 header cannot hold CR. Append writes
-// them as they are; the peer will misread or reject the frame.
+// Some values cannot be written in every version: a 1.0 header cannot
+// hold LF, CR or a colon in its name, a 1.1 header cannot hold CR.
+// AppendHeader writes them as spaces (a 1.0 name's colon as an
+// underscore), so a value relayed from a 1.2 client can neither add
+// headers to an older peer's frame nor make its parser reject it. The
+// headers of CONNECT, STOMP and CONNECTED in 1.1 and 1.2 are written raw;
+// the caller supplies them.
 func Append(dst []byte, f *Frame, v Version) []byte {
 	dst = append(dst, f.Command...)
 	dst = append(dst, '\n')
-	esc := escapes(v, f.Command)
+	esc := v < V11 || escapes(v, f.Command)
 	for _, h := range f.Headers {
 		if esc {
 			dst = AppendHeader(dst, h.Name, h.Value, v)
@@ -33,9 +37,9 @@ func Append(dst []byte, f *Frame, v Version) []byte {
 // building a Frame. For CONNECT, STOMP and CONNECTED frames, whose headers
 // are never escaped, use AppendHeaderRaw.
 func AppendHeader(dst []byte, name, value string, v Version) []byte {
-	dst = appendEscaped(dst, name, v)
+	dst = appendEscaped(dst, name, v, true)
 	dst = append(dst, ':')
-	dst = appendEscaped(dst, value, v)
+	dst = appendEscaped(dst, value, v, false)
 	return append(dst, '\n')
 }
 

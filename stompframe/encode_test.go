@@ -31,6 +31,12 @@ func TestAppend(t *testing.T) {
 			want:  "MESSAGE\na:x:y\\\n\n\x00",
 		},
 		{
+			name:  "1.0 cannot end a line or move a value",
+			v:     V10,
+			frame: &Frame{Command: "MESSAGE", Headers: hdrs("a:b\nc", "x\ncontent-length:0\r\n")},
+			want:  "MESSAGE\na_b c:x content-length:0  \n\n\x00",
+		},
+		{
 			name:  "CONNECTED is never escaped",
 			v:     V12,
 			frame: &Frame{Command: "CONNECTED", Headers: hdrs("server", `gate:1\2`)},

@@ -70,26 +70,37 @@ func unescape(s string) string {
 	return string(b)
 }
 
-// appendEscaped appends s to dst with the escapes of version v applied.
-func appendEscaped(dst []byte, s string, v Version) []byte {
-	if v < V11 {
-		return append(dst, s...)
-	}
+// appendEscaped appends s, a header name when name is set or else a
+// value, to dst as version v writes it. STOMP 1.2 escapes backslash, LF,
+// colon and CR; 1.1 all but CR; 1.0 none. What a version cannot escape is
+// written as a space, keeping the length (and, in a 1.0 name, a colon as
+// an underscore): a raw LF or CR would end the line and let a value
+// relayed from a 1.2 client add headers to the frame, or make a 1.1
+// peer's parser reject it, and a colon in a 1.0 name would move where the
+// value starts.
+func appendEscaped(dst []byte, s string, v Version, name bool) []byte {
 	start := 0
 	for i := 0; i < len(s); i++ {
 		var esc byte
-		switch s[i] {
-		case '\\':
+		switch c := s[i]; {
+		case c == '\\' && v >= V11:
 			esc = '\\'
-		case '\n':
+		case c == '\n' && v >= V11:
 			esc = 'n'
-		case ':':
+		case c == ':' && v >= V11:
 			esc = 'c'
-		case '\r':
-			if v < V12 {
-				continue // 1.1 has no escape for CR
-			}
+		case c == '\r' && v >= V12:
 			esc = 'r'
+		case c == '\n', c == '\r':
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, ' ')
+			start = i + 1
+			continue
+		case c == ':' && name:
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '_')
+			start = i + 1
+			continue
 		default:
 			continue
 		}

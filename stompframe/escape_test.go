@@ -5,21 +5,24 @@ import "testing"
 func TestAppendEscaped(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name string
-		v    Version
-		in   string
-		want string
+		name   string
+		v      Version
+		header bool // a name rather than a value
+		in     string
+		want   string
 	}{
-		{"1.2 plain", V12, "/topic/a", "/topic/a"},
-		{"1.2 all", V12, "a:b\r\n\\c", `a\cb\r\n\\c`},
-		{"1.1 keeps CR", V11, "a:b\r\n\\", "a\\cb\r\\n\\\\"},
-		{"1.0 raw", V10, "a:b\n\\", "a:b\n\\"},
+		{"1.2 plain", V12, false, "/topic/a", "/topic/a"},
+		{"1.2 all", V12, false, "a:b\r\n\\c", `a\cb\r\n\\c`},
+		{"1.2 name", V12, true, "a:b\r\n\\c", `a\cb\r\n\\c`},
+		{"1.1 has no escape for CR", V11, false, "a:b\r\n\\", "a\\cb \\n\\\\"},
+		{"1.0 has no escapes", V10, false, "a:b\n\\\r", "a:b \\ "},
+		{"1.0 name keeps its colon out", V10, true, "a:b\n\\", "a_b \\"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := string(appendEscaped(nil, tt.in, tt.v)); got != tt.want {
-				t.Errorf("appendEscaped(%q, %v) = %q, want %q", tt.in, tt.v, got, tt.want)
+			if got := string(appendEscaped(nil, tt.in, tt.v, tt.header)); got != tt.want {
+				t.Errorf("appendEscaped(%q, %v, name %v) = %q, want %q", tt.in, tt.v, tt.header, got, tt.want)
 			}
 		})
 	}
@@ -49,7 +52,7 @@ func TestCheckEscapes(t *testing.T) {
 func TestEscapeRoundTrip(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{"", "plain", "a:b", "\r\n", `\`, `\\c`, "x\\ny:\r"} {
-		enc := appendEscaped(nil, s, V12)
+		enc := appendEscaped(nil, s, V12, false)
 		if i := checkEscapes(enc, V12); i >= 0 {
 			t.Errorf("checkEscapes(%q) = %d, want -1", enc, i)
 		}
