@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"time"
 
@@ -132,7 +133,17 @@ func (p *PrincipalStage) verify(token string) (*Principal, Result) {
 	if pr == nil || pr.Name == "" {
 		return nil, RejectFrame(RejectAuth, "invalid credentials", "the token names no principal")
 	}
+	pr.token = tokenSum(token)
 	return pr, Continue()
+}
+
+// tokenSeed keys tokenSum for this process: a client cannot make another
+// token hash to the one its session was verified from.
+var tokenSeed = maphash.MakeSeed()
+
+// tokenSum is the keyed hash a Principal keeps of its token; never zero.
+func tokenSum(token string) uint64 {
+	return maphash.String(tokenSeed, token) | 1
 }
 
 // Reject reasons of the PrincipalStage.
@@ -180,6 +191,14 @@ func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) 
 // and new destination patterns. The Principal is replaced, not changed in
 // place, so one read elsewhere sees either the old or the new one whole.
 func (p *PrincipalStage) refresh(s *Session, token string) Result {
+	if s.Principal.token != 0 && s.Principal.token == tokenSum(token) {
+		// The token the session holds already: checking its signature
+		// again (up to a few RSA verifications) on every frame that
+		// repeats it would let a client spend the server's CPU outside
+		// any rate limit, as this stage runs before the send limiter.
+		// Its expiry is in force already.
+		return Continue()
+	}
 	pr, r := p.verify(token)
 	if r.Outcome != Pass {
 		return r

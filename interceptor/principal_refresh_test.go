@@ -129,3 +129,40 @@ func TestPrincipalRefreshRejectedKeepsPrincipal(t *testing.T) {
 		t.Errorf("Principal = %+v after a rejected refresh, want it unchanged (%+v)", s.Principal, before)
 	}
 }
+
+// TestPrincipalRefreshSameTokenVerifiedOnce sends a thousand frames that
+// repeat the session's token, as a client can to spend the server's CPU
+// on signature checks outside any rate limit: the token is verified once
+// at CONNECT and not again, while a different token is still verified.
+func TestPrincipalRefreshSameTokenVerifiedOnce(t *testing.T) {
+	t.Parallel()
+	v := testVerifier(map[string]Principal{"alice-2h": {Name: "alice", Expires: t0.Add(2 * time.Hour)}})
+	st, err := NewPrincipalStage(PrincipalConfig{Verifier: v, Now: func() time.Time { return t0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Session{ID: "s1"}
+	if r := st.Handle(s, frame("CONNECT", "passcode", aliceToken), t0); r.Outcome != Pass {
+		t.Fatalf("CONNECT: %+v", r)
+	}
+	for i := range 1000 {
+		if r := st.Handle(s, frame("SEND", "destination", "/topic/a", "token", aliceToken), t0); r.Outcome != Pass {
+			t.Fatalf("SEND %d repeating the token: %+v", i, r)
+		}
+	}
+	if n := len(v.instants()); n != 1 {
+		t.Errorf("Verify called %d times for one token sent 1001 times, want 1", n)
+	}
+	if r := st.Handle(s, frame("SEND", "destination", "/topic/a", "token", "alice-2h"), t0); r.Outcome != Pass {
+		t.Fatalf("SEND with a newer token: %+v", r)
+	}
+	if n := len(v.instants()); n != 2 {
+		t.Errorf("Verify called %d times after a newer token, want 2", n)
+	}
+	if got := s.Principal.Expires; !got.Equal(t0.Add(2 * time.Hour)) {
+		t.Errorf("Expires %v after the newer token, want %v", got, t0.Add(2*time.Hour))
+	}
+	if r := st.Handle(s, frame("SEND", "destination", "/topic/a", "token", "forged"), t0); r.Outcome != Reject {
+		t.Errorf("SEND with a forged token: %+v, want a rejection", r)
+	}
+}

@@ -106,4 +106,9 @@ type Principal struct {
 	// that accepts newer credentials for the same principal moves it
 	// later. The zero value means never.
 	Expires time.Time
+
+	// token is a keyed hash of the token this principal was verified
+	// from (zero: none), so that a frame repeating it is not verified
+	// again.
+	token uint64
 }
