@@ -16,6 +16,10 @@ const (
 	// pipeline is in flight; beyond it messages are dropped (counted), the
 	// session never waits.
 	DefaultQueueSize = 8192
+	// DefaultQueueBytes bounds the same queue in bytes: 32 MiB holds that
+	// second of 4 KiB messages, where 8,192 messages at the 64 KiB frame
+	// limit would hold 512 MiB while Redis is slow.
+	DefaultQueueBytes = 32 << 20
 	// DefaultBatchSize is the most PUBLISH commands sent in one pipeline:
 	// large enough that one round trip carries a burst, small enough that
 	// a batch of 64 KiB messages stays within a few MiB.
@@ -62,6 +66,11 @@ type Config struct {
 	// QueueSize is the outbound queue capacity in messages. Default
 	// DefaultQueueSize; negative is an error.
 	QueueSize int
+	// QueueBytes bounds the outbound queue in bytes (each message's
+	// broker.Message.MemSize as it is queued): a message that would take
+	// the queue past it is dropped and counted like one past QueueSize.
+	// Default DefaultQueueBytes; negative is an error.
+	QueueBytes int
 	// BatchSize is the most messages published in one pipeline. Default
 	// DefaultBatchSize; negative is an error.
 	BatchSize int
@@ -186,6 +195,7 @@ func (c Config) withDefaults() (Config, error) {
 		def  int
 	}{
 		{"QueueSize", &c.QueueSize, DefaultQueueSize},
+		{"QueueBytes", &c.QueueBytes, DefaultQueueBytes},
 		{"BatchSize", &c.BatchSize, DefaultBatchSize},
 		{"ShardGroups", &c.ShardGroups, DefaultShardGroups},
 	} {

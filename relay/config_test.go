@@ -36,6 +36,7 @@ func TestNewConfig(t *testing.T) {
 		{"no client", Config{}, "relay: Client is nil"},
 		{"brace in prefix", Config{Client: client, Prefix: "a{b"}, `relay: Prefix "a{b" contains a brace`},
 		{"negative queue", Config{Client: client, QueueSize: -1}, "relay: QueueSize -1 is negative"},
+		{"negative queue bytes", Config{Client: client, QueueBytes: -1}, "relay: QueueBytes -1 is negative"},
 		{"negative batch", Config{Client: client, BatchSize: -2}, "relay: BatchSize -2 is negative"},
 		{"negative groups", Config{Client: client, ShardGroups: -1}, "relay: ShardGroups -1 is negative"},
 		{"too many groups", Config{Client: client, ShardGroups: 16385}, "relay: ShardGroups 16385 is above"},
@@ -88,6 +89,29 @@ func TestPublishDropsWhenFull(t *testing.T) {
 	r.Publish(m)
 	if got := obs.drops(DropQueueFull); got != 7 {
 		t.Errorf("after Close: dropped %d, want 7", got)
+	}
+}
+
+// The queue is bounded in bytes too: large messages are dropped once
+// what is queued would pass QueueBytes, however few they are.
+func TestPublishDropsPastQueueBytes(t *testing.T) {
+	t.Parallel()
+	obs := newCountingObserver()
+	m := newTestMessage()
+	size := m.MemSize()
+	r, err := New(Config{Client: newUnusedClient(t), QueueSize: 100, QueueBytes: 3*size + size/2, Observer: obs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for range 10 {
+		r.Publish(m)
+	}
+	if got := obs.drops(DropQueueFull); got != 7 {
+		t.Errorf("dropped %d, want 7 (10 published, room for 3 by bytes)", got)
+	}
+	if got, want := r.outBytes.Load(), int64(3*size); got != want {
+		t.Errorf("queued bytes %d, want %d", got, want)
 	}
 }
 

@@ -24,7 +24,7 @@
 // # Order and batching
 //
 // The session's path never waits for Redis. Publish puts the message on a
-// bounded queue (Config.QueueSize) and returns; when the queue is full the
+// bounded queue (Config.QueueSize messages, Config.QueueBytes bytes) and returns; when the queue is full the
 // message is dropped and counted. One publisher goroutine drains the
 // queue, up to Config.BatchSize messages at a time, into one pipeline of
 // PUBLISH commands: one round trip per batch, not per message. One

@@ -40,8 +40,8 @@ func (r *Relay) publisher() {
 			check = probe.C
 		}
 		select {
-		case m := <-r.out:
-			p.msgs = append(p.msgs, m)
+		case q := <-r.out:
+			p.msgs = append(p.msgs, r.take(q))
 		case <-r.stop:
 			p.drainAndFlush()
 			return
@@ -80,8 +80,8 @@ type batch struct {
 func (p *batch) fill() {
 	for len(p.msgs) < cap(p.msgs) {
 		select {
-		case m := <-p.relay.out:
-			p.msgs = append(p.msgs, m)
+		case q := <-p.relay.out:
+			p.msgs = append(p.msgs, p.relay.take(q))
 		default:
 			return
 		}

@@ -31,7 +31,9 @@ type Relay struct {
 	cfg      Config
 	sharded  bool   // Redis Cluster: SPUBLISH and SSUBSCRIBE
 	instance string // random per Relay, tags every published message
-	out      chan *broker.Message
+	out      chan queued
+	// outBytes is what the messages in out hold (Config.QueueBytes).
+	outBytes atomic.Int64
 	kick     chan struct{} // capacity 1: subscription changes are waiting
 	stop     chan struct{} // closed by Close
 	closed   atomic.Bool
@@ -74,7 +76,7 @@ func New(cfg Config) (*Relay, error) {
 		cfg:      c,
 		sharded:  sharded,
 		instance: randid.New(10),
-		out:      make(chan *broker.Message, c.QueueSize),
+		out:      make(chan queued, c.QueueSize),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		want:     make(map[string]struct{}),
@@ -121,18 +123,40 @@ func (r *Relay) Close() error {
 	return nil
 }
 
+// queued is a message on the outbound queue with the bytes it was counted
+// as (its MemSize grows if local subscribers of other versions encode it
+// meanwhile).
+type queued struct {
+	m *broker.Message
+	n int64
+}
+
 // Publish hands m to the relay for the other instances. It never blocks:
-// when the queue is full, m is dropped and counted (DropQueueFull).
+// when the queue is full, in messages or in bytes, m is dropped and
+// counted (DropQueueFull).
 func (r *Relay) Publish(m *broker.Message) {
 	if r.closed.Load() {
 		r.cfg.Observer.RelayDropped(DropQueueFull, 1)
 		return
 	}
+	n := int64(m.MemSize())
+	if r.outBytes.Add(n) > int64(r.cfg.QueueBytes) {
+		r.outBytes.Add(-n)
+		r.cfg.Observer.RelayDropped(DropQueueFull, 1)
+		return
+	}
 	select {
-	case r.out <- m:
+	case r.out <- queued{m, n}:
 	default:
+		r.outBytes.Add(-n)
 		r.cfg.Observer.RelayDropped(DropQueueFull, 1)
 	}
+}
+
+// take is the publisher's side of the queue.
+func (r *Relay) take(q queued) *broker.Message {
+	r.outBytes.Add(-q.n)
+	return q.m
 }
 
 // FirstSubscriber is called by the broker, under its shard lock, when dest
