@@ -189,6 +189,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"neither secret nor keys", Config{}, []string{"jwtauth: ", "Secret", "Keys"}},
 		{"negative Leeway", Config{Secret: testSecret, Leeway: -time.Second}, []string{"jwtauth: ", "Leeway", "-1s"}},
+		{"secret under 32 bytes", Config{Secret: []byte("31 bytes, one short of the min.")}, []string{"jwtauth: ", "Secret", "31 bytes", "32"}},
 	}
 	for _, tt := range tests {
 		v, err := New(tt.cfg)

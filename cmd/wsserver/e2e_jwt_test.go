@@ -356,6 +356,7 @@ func TestAuthSettingErrors(t *testing.T) {
 		{"JWKS URL not http", []string{"-jwt-jwks-url", "ftp://user:pw-SECRET@idp.example/jwks"}, "-jwt-jwks-url (WSSERVER_JWT_JWKS_URL)"},
 		{"JWKS URL relative", []string{"-jwt-jwks-url", "/jwks"}, "-jwt-jwks-url"},
 		{"JWKS refresh too short", []string{"-jwt-jwks-refresh", "1s"}, "-jwt-jwks-refresh (WSSERVER_JWT_JWKS_REFRESH) 1s"},
+		{"short HS256 secret", []string{"-jwt-secret", "seventeen bytes!!"}, "-jwt-secret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)

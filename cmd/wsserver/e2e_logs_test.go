@@ -46,7 +46,7 @@ func TestOperatorLogs(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-format", "json",
-			"-jwt-secret", "very-secret-value", "-max-frame-size", "2048", "-policy", testPolicyFile(t)},
+			"-jwt-secret", "very-secret-value, 32 bytes or more", "-max-frame-size", "2048", "-policy", testPolicyFile(t)},
 			func(string) string { return "" }, &out)
 	}()
 	waitFor(t, clientTimeout, func() error {
@@ -89,7 +89,7 @@ func TestOperatorLogs(t *testing.T) {
 		t.Errorf("duration %q: %v", d, err)
 	}
 	logs := out.String()
-	if strings.Contains(logs, "very-secret-value") {
+	if strings.Contains(logs, "very-secret-value, 32 bytes or more") {
 		t.Errorf("the JWT secret reached the log")
 	}
 	if !strings.Contains(logs, `"msg":"configuration"`) || !strings.Contains(logs, `"jwt-secret":"(set)"`) || !strings.Contains(logs, `"max-frame-size":"2048"`) {

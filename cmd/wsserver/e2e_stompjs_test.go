@@ -49,7 +49,7 @@ func TestStompJS(t *testing.T) {
 		}
 	}
 
-	const secret = "e2e-stompjs-secret"
+	const secret = "e2e-stompjs-secret, 32 bytes or more"
 	base, _ := startApp(t, "-jwt-secret", secret, "-auth-required")
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
 		"sub": "alice",
