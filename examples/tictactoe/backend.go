@@ -45,7 +45,21 @@ type Config struct {
 	Block time.Duration
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxGames bounds the games held in memory. When it is reached,
+	// finished games are forgotten to make room; when every game held is
+	// still going, a join that would start another is refused. Default
+	// DefaultMaxGames.
+	MaxGames int
 }
+
+// DefaultMaxGames holds 10,000 games of a few hundred bytes each: any
+// player can start a game by joining a new id, and the backend must not
+// grow with every id a client makes up.
+const DefaultMaxGames = 10_000
+
+// MaxGameID is the longest game id accepted, in bytes; the id is part of
+// the state's destination and of every message about the game.
+const MaxGameID = 64
 
 // Backend plays the games. Run it on one goroutine.
 type Backend struct {
@@ -72,6 +86,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxGames <= 0 {
+		cfg.MaxGames = DefaultMaxGames
 	}
 	return &Backend{cfg: cfg, games: map[string]*Game{}}, nil
 }
@@ -144,14 +161,18 @@ func (b *Backend) handle(ctx context.Context, e redis.XMessage) {
 		return
 	}
 	var req request
-	if err := json.Unmarshal(m.Body, &req); err != nil || req.Game == "" {
-		b.tell(ctx, m.Principal, private{Type: "error", Error: `want {"game": "<id>", "cell": n}`})
+	if err := json.Unmarshal(m.Body, &req); err != nil || req.Game == "" || len(req.Game) > MaxGameID {
+		b.tell(ctx, m.Principal, private{Type: "error", Error: `want {"game": "<id of at most 64 bytes>", "cell": n}`})
 		return
 	}
 	g := b.games[req.Game]
 	switch m.Destination {
 	case JoinDestination:
 		if g == nil {
+			if !b.makeRoom() {
+				b.tell(ctx, m.Principal, private{Type: "error", Game: req.Game, Error: ErrTooManyGames.Error()})
+				return
+			}
 			g = NewGame(req.Game)
 			b.games[req.Game] = g
 		}
@@ -178,6 +199,23 @@ func (b *Backend) handle(ctx context.Context, e redis.XMessage) {
 	if err := b.cfg.Publisher.Publish(ctx, "/topic/game."+g.ID, state); err != nil {
 		b.cfg.Logger.Warn("state not published", "game", g.ID, "err", err)
 	}
+}
+
+// ErrTooManyGames refuses a new game while MaxGames games are going on.
+var ErrTooManyGames = errors.New("tictactoe: too many games are going on; try again later")
+
+// makeRoom reports whether another game fits, forgetting finished games
+// first when MaxGames are held.
+func (b *Backend) makeRoom() bool {
+	if len(b.games) < b.cfg.MaxGames {
+		return true
+	}
+	for id, g := range b.games {
+		if g.Winner != "" {
+			delete(b.games, id)
+		}
+	}
+	return len(b.games) < b.cfg.MaxGames
 }
 
 // tell sends a private message to every session of principal p.

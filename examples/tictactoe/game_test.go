@@ -61,3 +61,26 @@ func TestDraw(t *testing.T) {
 		t.Fatalf("winner %q on %s", g.Winner, g.Board)
 	}
 }
+
+// TestMakeRoom checks the bound on games held: finished games go first,
+// and a backend full of games still going refuses another.
+func TestMakeRoom(t *testing.T) {
+	b := &Backend{cfg: Config{MaxGames: 3}, games: map[string]*Game{}}
+	for _, id := range []string{"a", "b", "c"} {
+		if !b.makeRoom() {
+			t.Fatalf("no room for game %s of 3", id)
+		}
+		b.games[id] = NewGame(id)
+	}
+	if b.makeRoom() {
+		t.Fatal("room for a fourth game while three are going on")
+	}
+	b.games["a"].Winner = "X"
+	b.games["b"].Winner = "draw"
+	if !b.makeRoom() {
+		t.Fatal("no room after two games ended")
+	}
+	if _, ok := b.games["c"]; !ok || len(b.games) != 1 {
+		t.Errorf("games held %v, want only the one going on", b.games)
+	}
+}
