@@ -19,6 +19,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 type countingObserver struct {
@@ -187,6 +188,7 @@ func TestPublishRefuses(t *testing.T) {
 		{`{"destination":"/t","headers":{"":"x"}}`, "headers"},
 		{`{"destination":"/t","body":"` + strings.Repeat("x", 200<<10) + `"}`, "body"},
 		{`{"destination":"/t","headers":{` + manyHeaders(DefaultMaxHeaders+1) + `}}`, "headers"},
+		{`{"destination":"/t","headers":{"x":"` + strings.Repeat("v", stompframe.DefaultMaxHeaderLine) + `"}}`, "headers"},
 	} {
 		code, v := f.call(t, "POST", "/api/v1/publish", "s3cret", tc.body)
 		if code != http.StatusBadRequest || v["field"] != tc.field || v["error"] == "" {

@@ -106,6 +106,11 @@ func (h *handler) publish(r *http.Request) (int, any) {
 		if n == "" {
 			return badRequest("headers", "a header name is empty")
 		}
+		// The same bound a client's SEND meets (stompframe's header
+		// line limit): subscribers' parsers are sized for it.
+		if l := len(n) + 1 + len(req.Headers[n]); l > stompframe.DefaultMaxHeaderLine {
+			return badRequest("headers", fmt.Sprintf("header %.40q makes a %d-byte line; at most %d", n, l, stompframe.DefaultMaxHeaderLine))
+		}
 		names = append(names, n)
 	}
 	sort.Strings(names)
