@@ -14,7 +14,8 @@
 //	                         202 {"id": "<message id>", "delivered": <local subscribers>}
 //	                         Delivered on every instance through the relay;
 //	                         no client limit applies; at most
-//	                         Config.MaxHeaders headers (default 64).
+//	                         Config.MaxHeaders headers (default 64), each
+//	                         name:value at most 4096 bytes.
 //	POST /api/v1/disconnect  {"principal": "alice"} or {"session": "<id>"},
 //	                         optional "reason" (the ERROR frame's body).
 //	                         200 {"disconnected": <sessions ended here>};
