@@ -22,7 +22,7 @@ type encoder struct {
 	n   int
 }
 
-func (e *encoder) Deliver(sub *Subscription, m *Message) bool {
+func (e *encoder) Deliver(sub *Subscription, m *Message, _ *Batch) bool {
 	e.buf = m.AppendFrame(e.buf[:0], sub)
 	e.n += len(e.buf)
 	return true

@@ -203,6 +203,12 @@ func (b *Broker) Subscribers(dest string) int {
 // full) is not retried: it is expected to disconnect itself. Publish never
 // blocks on a subscriber.
 func (b *Broker) Publish(m *Message) (delivered int) {
+	return b.PublishBatch(m, nil)
+}
+
+// PublishBatch is Publish for a publisher that flushes batch (see Batch)
+// before it next waits; subscribers may defer their writing to it.
+func (b *Broker) PublishBatch(m *Message, batch *Batch) (delivered int) {
 	sh := b.shard(m.Destination)
 	sh.mu.RLock()
 	t := sh.topics[m.Destination]
@@ -212,7 +218,7 @@ func (b *Broker) Publish(m *Message) (delivered int) {
 	}
 	for _, s := range t.snapshot() {
 		m.prepare(s.Version)
-		if s.Subscriber.Deliver(s, m) {
+		if s.Subscriber.Deliver(s, m, batch) {
 			delivered++
 		}
 	}

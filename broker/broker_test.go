@@ -189,7 +189,7 @@ func TestPublishDuringUnsubscribe(t *testing.T) {
 
 type subscriberFunc func(*Subscription, *Message) bool
 
-func (f subscriberFunc) Deliver(s *Subscription, m *Message) bool { return f(s, m) }
+func (f subscriberFunc) Deliver(s *Subscription, m *Message, _ *Batch) bool { return f(s, m) }
 
 // counter is a Subscriber that counts deliveries per destination.
 type counter struct {
@@ -197,7 +197,7 @@ type counter struct {
 	n  map[string]int
 }
 
-func (c *counter) Deliver(sub *Subscription, m *Message) bool {
+func (c *counter) Deliver(sub *Subscription, m *Message, _ *Batch) bool {
 	c.mu.Lock()
 	c.n[m.Destination]++
 	c.mu.Unlock()

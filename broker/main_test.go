@@ -27,7 +27,7 @@ type recorder struct {
 	refuse bool
 }
 
-func (r *recorder) Deliver(sub *Subscription, m *Message) bool {
+func (r *recorder) Deliver(sub *Subscription, m *Message, _ *Batch) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refuse {

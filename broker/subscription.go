@@ -46,8 +46,10 @@ func (a AckMode) String() string {
 type Subscriber interface {
 	// Deliver queues m for sub without blocking. It returns false when the
 	// subscriber cannot take it (its queue is full or it is closing); the
-	// subscriber then deals with itself, the broker moves on.
-	Deliver(sub *Subscription, m *Message) bool
+	// subscriber then deals with itself, the broker moves on. b is the
+	// publisher's Batch, which the subscriber may hand the start of its
+	// writing to; it is nil when the publisher has none.
+	Deliver(sub *Subscription, m *Message, b *Batch) bool
 }
 
 // Subscription is one SUBSCRIBE of one session.

@@ -42,7 +42,7 @@ func (o *benchObserver) Delivered(string, int)         {}
 // countingSubscriber is a broker subscriber that only counts.
 type countingSubscriber struct{ n atomic.Int64 }
 
-func (s *countingSubscriber) Deliver(*broker.Subscription, *broker.Message) bool {
+func (s *countingSubscriber) Deliver(*broker.Subscription, *broker.Message, *broker.Batch) bool {
 	s.n.Add(1)
 	return true
 }

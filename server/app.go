@@ -118,6 +118,9 @@ func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 			detail: fmt.Sprintf("SEND to %q needs a backend and this server has none", m.Destination)}, receipt)
 		return true
 	}
+	// The backend may take up to AppTimeout: the writers held back must
+	// not wait for it.
+	s.flushBatch()
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.AppTimeout)
 	defer cancel()
 	err := h.HandleApp(ctx, AppMessage{

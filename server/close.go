@@ -162,8 +162,8 @@ func (s *session) fail(e ending) {
 	// version is written under mu (onConnect) because fail also runs on
 	// timer and shutdown goroutines.
 	raw := stompframe.Append(nil, &f, s.version)
-	s.pushLocked(outItem{raw: raw}, len(raw))
-	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
+	s.pushLocked(outItem{raw: raw}, len(raw), nil)
+	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0, nil)
 	s.mu.Unlock()
 	// A protocol violation or a credential failure is counted by its
 	// kind here, once, for the end that actually happened.

@@ -299,7 +299,7 @@ func (s *session) publish(m *broker.Message, receipt string) (end bool) {
 	if s.srv.isApp(m.Destination) {
 		return s.handleApp(m, receipt)
 	}
-	s.srv.deliver(m)
+	s.srv.deliver(m, &s.batch)
 	return false
 }
 

@@ -13,7 +13,7 @@ import (
 // discard is a subscriber that takes every message and keeps none.
 type discard struct{}
 
-func (discard) Deliver(*broker.Subscription, *broker.Message) bool { return true }
+func (discard) Deliver(*broker.Subscription, *broker.Message, *broker.Batch) bool { return true }
 
 // BenchmarkHandleSend measures the reader's side of one SEND from a
 // connected session whose credentials expire: validation, the chain,

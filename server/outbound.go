@@ -28,8 +28,9 @@ var _ broker.Subscriber = (*session)(nil)
 
 // Deliver queues m for sub. It never blocks: when the session already
 // holds its limit of outbound frames or bytes, the session is closed as a
-// slow consumer and Deliver returns false.
-func (s *session) Deliver(sub *broker.Subscription, m *broker.Message) bool {
+// slow consumer and Deliver returns false. When no writer runs, the
+// publisher's batch b is handed the start of one (see Flush).
+func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker.Batch) bool {
 	size := m.Size(sub)
 	s.mu.Lock()
 	if s.closing {
@@ -44,7 +45,7 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message) bool {
 		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
 		return false
 	}
-	s.pushLocked(outItem{msg: m, sub: sub}, size)
+	s.pushLocked(outItem{msg: m, sub: sub}, size, b)
 	s.mu.Unlock()
 	return true
 }
@@ -66,7 +67,7 @@ func (s *session) fullLocked(size int) bool {
 func (s *session) slowConsumerLocked() {
 	s.endLocked(CloseSlowConsumer)
 	s.discardQueueLocked()
-	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0)
+	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0, nil)
 }
 
 // send queues an encoded frame unless the session is closing. It is for
@@ -78,7 +79,7 @@ func (s *session) send(raw []byte) bool {
 	if s.closing {
 		return false
 	}
-	s.pushLocked(outItem{raw: raw}, len(raw))
+	s.pushLocked(outItem{raw: raw}, len(raw), nil)
 	return true
 }
 
@@ -93,6 +94,11 @@ func (s *session) reply(raw []byte) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closing && s.fullLocked(len(raw)) {
+		// The writers this reader's batch holds back, this session's own
+		// among them, must not wait for the reader.
+		s.mu.Unlock()
+		s.flushBatch()
+		s.mu.Lock()
 		s.srv.cfg.Observer.ReaderPaused()
 		if s.drained == nil {
 			s.drained = sync.NewCond(&s.mu)
@@ -104,7 +110,9 @@ func (s *session) reply(raw []byte) bool {
 	if s.closing {
 		return false
 	}
-	s.pushLocked(outItem{raw: raw}, len(raw))
+	// On the reader: the batch writes it with whatever else the frames
+	// read so far produced.
+	s.pushLocked(outItem{raw: raw}, len(raw), &s.batch)
 	return true
 }
 
@@ -133,7 +141,7 @@ func (s *session) heartBeat() bool {
 		return false
 	}
 	if len(s.queue)+s.inflight == 0 {
-		s.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL))
+		s.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL), nil)
 	}
 	return true
 }
@@ -144,20 +152,161 @@ func (s *session) closeAfter(reason *CloseReason, text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.endLocked(reason) {
-		s.pushLocked(outItem{close: true, code: reason.Code(), reason: text}, 0)
+		s.pushLocked(outItem{close: true, code: reason.Code(), reason: text}, 0, nil)
 	}
 }
 
 // pushLocked appends it, of size bytes, to the queue and starts the writer
-// if none runs.
-func (s *session) pushLocked(it outItem, size int) {
+// if none runs: through b when it takes it, else on a goroutine of its
+// own.
+func (s *session) pushLocked(it outItem, size int, b *broker.Batch) {
 	s.queue = append(s.queue, it)
 	s.queuedBytes += size
 	if !s.writing {
 		s.writing = true
 		s.writers.Add(1)
-		go s.writeLoop()
+		if !b.Defer(s) {
+			go s.writeLoop()
+		}
 	}
+}
+
+// flushRounds is how many batches Flush writes before it leaves the rest
+// to a writer goroutine, so that other publishers feeding this session
+// cannot keep the flushing one from its own reading.
+const flushRounds = 2
+
+// Flush is the writer a publisher's batch started (broker.Flusher), run on
+// the publisher's reader before it waits for input: it writes what is
+// queued without waiting on this session's socket. What the socket does
+// not take at once, a close, more than a batch or more than flushRounds
+// batches are left to a writer goroutine, which may wait.
+func (s *session) Flush() {
+	defer func() {
+		if v := recover(); v != nil {
+			s.writerPanicked(v)
+			s.writers.Done()
+		}
+	}()
+	bp := writeBufPool.Get().(*[]byte)
+	defer writeBufPool.Put(bp)
+	for range flushRounds {
+		s.mu.Lock()
+		items := s.queue
+		if len(items) == 0 {
+			s.writing = false
+			s.queue = nil
+			s.mu.Unlock()
+			s.writers.Done()
+			return
+		}
+		if s.queuedBytes > writeBatchSize || hasClose(items) {
+			s.mu.Unlock()
+			break
+		}
+		s.queue = nil
+		s.inflight, s.inflightB = len(items), s.queuedBytes
+		s.queuedBytes = 0
+		s.mu.Unlock()
+
+		buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
+		*bp = buf[:0]
+		clear(items)
+		sent, err := s.conn.TryWriteReserved(messageType(binary), buf)
+		if err != nil {
+			_ = s.conn.CloseNow()
+			s.mu.Lock()
+			s.inflight, s.inflightB = 0, 0
+			s.writeFailedLocked()
+			s.discardQueueLocked()
+			s.writing = false
+			s.mu.Unlock()
+			s.writers.Done()
+			return
+		}
+		s.lastWrite.Store(time.Now().UnixNano())
+		if !sent {
+			// The connection holds the rest; the frames count as in
+			// flight until the writer has sent it.
+			go s.writeRest()
+			return
+		}
+		s.mu.Lock()
+		s.inflight, s.inflightB = 0, 0
+		s.wakeLocked()
+		s.mu.Unlock()
+	}
+	go s.writeLoop()
+}
+
+// hasClose reports whether items hold the final close.
+func hasClose(items []outItem) bool {
+	for i := range items {
+		if items[i].close {
+			return true
+		}
+	}
+	return false
+}
+
+// appendItems appends the frames of items, none of them a close, to buf
+// and reports whether any needs a binary message.
+func appendItems(buf []byte, items []outItem) ([]byte, bool) {
+	binary := false
+	for i := range items {
+		it := &items[i]
+		if it.msg != nil {
+			buf = it.msg.AppendFrame(buf, it.sub)
+			binary = binary || it.msg.Binary
+		} else {
+			buf = append(buf, it.raw...)
+		}
+	}
+	return buf, binary
+}
+
+// writeRest is the writer goroutine after a Flush the socket did not take
+// whole: it sends what the connection kept, then goes on as writeLoop.
+func (s *session) writeRest() {
+	err := s.conn.Flush()
+	s.mu.Lock()
+	s.inflight, s.inflightB = 0, 0
+	if err != nil {
+		s.writeFailedLocked()
+		s.discardQueueLocked()
+	}
+	s.wakeLocked()
+	s.mu.Unlock()
+	if err != nil {
+		_ = s.conn.CloseNow()
+	}
+	s.writeLoop()
+}
+
+// writeFailedLocked records that a write failed: the session is closing
+// with nothing more to send.
+func (s *session) writeFailedLocked() {
+	s.closing = true
+	if s.reason == nil {
+		s.reason = CloseClientGone
+	}
+	s.wakeLocked()
+}
+
+// writerPanicked ends the session after a panic in its writer.
+func (s *session) writerPanicked(v any) {
+	s.srv.cfg.Observer.Panic()
+	s.srv.cfg.Logger.Error("panic in session writer", "session", s.st.ID, "panic", fmt.Sprint(v))
+	_ = s.conn.CloseNow()
+	s.mu.Lock()
+	s.writing = false
+	s.closing = true
+	if s.reason == nil {
+		s.reason = ClosePanic
+	}
+	s.inflight, s.inflightB = 0, 0
+	s.wakeLocked()
+	s.mu.Unlock()
 }
 
 var writeBufPool = sync.Pool{New: func() any {
@@ -177,18 +326,7 @@ func (s *session) writeLoop() {
 	failed := false
 	defer func() {
 		if v := recover(); v != nil {
-			s.srv.cfg.Observer.Panic()
-			s.srv.cfg.Logger.Error("panic in session writer", "session", s.st.ID, "panic", fmt.Sprint(v))
-			_ = s.conn.CloseNow()
-			s.mu.Lock()
-			s.writing = false
-			s.closing = true
-			if s.reason == nil {
-				s.reason = ClosePanic
-			}
-			s.inflight, s.inflightB = 0, 0
-			s.wakeLocked()
-			s.mu.Unlock()
+			s.writerPanicked(v)
 		}
 	}()
 	for {
@@ -258,10 +396,7 @@ func (s *session) writeLoop() {
 		s.mu.Lock()
 		s.inflight, s.inflightB = 0, 0
 		if failed {
-			s.closing = true
-			if s.reason == nil {
-				s.reason = CloseClientGone
-			}
+			s.writeFailedLocked()
 		}
 		s.wakeLocked()
 		s.mu.Unlock()
@@ -272,14 +407,18 @@ func (s *session) writeLoop() {
 // message and reports whether it succeeded. The connection bounds the
 // write by Config.WriteTimeout.
 func (s *session) write(buf []byte, binary bool) bool {
-	typ := wsconn.MessageText
-	if binary {
-		typ = wsconn.MessageBinary
-	}
-	if err := s.conn.WriteReserved(typ, buf); err != nil {
+	if err := s.conn.WriteReserved(messageType(binary), buf); err != nil {
 		_ = s.conn.CloseNow()
 		return false
 	}
 	s.lastWrite.Store(time.Now().UnixNano())
 	return true
+}
+
+// messageType is the WebSocket message type for a batch of frames.
+func messageType(binary bool) wsconn.MessageType {
+	if binary {
+		return wsconn.MessageBinary
+	}
+	return wsconn.MessageText
 }

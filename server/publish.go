@@ -20,15 +20,16 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	f.Add("destination", dest)
 	f.Headers = append(f.Headers, headers...)
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
-	return m.ID, s.deliver(m)
+	return m.ID, s.deliver(m, nil)
 }
 
-// deliver hands m to the relay and the local broker and counts it.
-func (s *Server) deliver(m *broker.Message) int {
+// deliver hands m to the relay and the local broker and counts it. b is
+// the publishing reader's batch, nil for the program's own messages.
+func (s *Server) deliver(m *broker.Message, b *broker.Batch) int {
 	if s.cfg.Relay != nil {
 		s.cfg.Relay.Publish(m)
 	}
-	n := s.cfg.Broker.Publish(m)
+	n := s.cfg.Broker.PublishBatch(m, b)
 	s.cfg.Observer.Delivered(m.Destination, n)
 	return n
 }

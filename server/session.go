@@ -70,6 +70,23 @@ type session struct {
 	// onEnd is what OnSessionEnd attached to the upgrade request; run
 	// once, after the session has ended.
 	onEnd []func()
+
+	// batch holds back the writers this reader's SENDs started until it
+	// waits for input (see broker.Batch); batched counts the frames
+	// handled since it took the first. Owned by the reader.
+	batch   broker.Batch
+	batched int
+}
+
+// maxBatchedFrames is the most frames a reader handles while its batch
+// holds writers back: a client that never lets its socket run dry does
+// not hold back other sessions' deliveries for longer than that.
+const maxBatchedFrames = 32
+
+// flushBatch starts the writers the reader's batch holds back.
+func (s *session) flushBatch() {
+	s.batch.Flush()
+	s.batched = 0
 }
 
 func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *session {
@@ -89,6 +106,7 @@ func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *se
 	s.opened = now
 	s.lastRead.Store(now)
 	s.lastWrite.Store(now)
+	conn.SetBeforeWait(s.flushBatch)
 	return s
 }
 
@@ -162,6 +180,7 @@ func (s *session) logEnd(reason *CloseReason) {
 // returns: they need a reader to take in their pongs.
 func (s *session) readLoop() (reason *CloseReason) {
 	defer s.stopPings()
+	defer s.flushBatch()
 	defer func() {
 		if v := recover(); v != nil {
 			s.srv.cfg.Observer.Panic()
@@ -224,16 +243,40 @@ func (s *session) decodeAll(now time.Time) bool {
 		if f == nil {
 			return false
 		}
+		if s.batch.Len() > 0 && !batchable(f) {
+			s.flushBatch()
+		}
 		if s.handle(f, now) {
 			return true
 		}
+		if s.batch.Len() > 0 {
+			if s.batched++; s.batched >= maxBatchedFrames {
+				s.flushBatch()
+			}
+		}
 	}
+}
+
+// batchable reports whether f may be handled while the reader's batch
+// holds writers back: a SEND that brings no new credentials, whose
+// handling cannot wait on anything. Anything else (a CONNECT checked
+// against Redis, a token checked against a key set that may need a
+// fetch) flushes the batch first.
+func batchable(f *stompframe.Frame) bool {
+	if f.Command != stompframe.CommandSend {
+		return false
+	}
+	_, token := f.Lookup("token")
+	return !token
 }
 
 // drain keeps reading (and discarding) until the writer has closed the
 // connection, so the close handshake's reply is consumed and a client
 // that keeps sending does not block on a full socket.
 func (s *session) drain() {
+	// What the writer is to send (an ERROR, the close) must not wait for
+	// this client to stop sending.
+	s.flushBatch()
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.WriteTimeout + wsconn.CloseTimeout))
 	for {
 		if _, _, err := s.conn.ReadMessage(); err != nil {
@@ -250,7 +293,7 @@ func (s *session) failWebSocket(pe *wsconn.ProtocolError) {
 	first := s.endLocked(CloseProtocolError)
 	if first {
 		s.kind = KindWebSocket
-		s.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0)
+		s.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0, nil)
 	}
 	s.mu.Unlock()
 	if first {

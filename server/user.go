@@ -59,8 +59,8 @@ type userSubscriber struct {
 // Deliver rewrites m's destination and hands the copy to the session.
 // The copy shares m's headers and body; it is encoded for the
 // subscriber's version when written.
-func (u *userSubscriber) Deliver(sub *broker.Subscription, m *broker.Message) bool {
-	ok := u.s.Deliver(sub, m.Redirected(u.dest))
+func (u *userSubscriber) Deliver(sub *broker.Subscription, m *broker.Message, b *broker.Batch) bool {
+	ok := u.s.Deliver(sub, m.Redirected(u.dest), b)
 	if ok && u.s.srv.backend != nil {
 		u.s.srv.backend.UserDelivered()
 	}

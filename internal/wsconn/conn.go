@@ -132,10 +132,14 @@ type Conn struct {
 	readFn   func(fd uintptr) bool
 	pongDue  []byte // payload of the latest ping not yet answered
 	pongOwed bool
+	// beforeWait runs on the reader before it may wait: for input, when
+	// the socket has nothing more to read, or to write a pong.
+	beforeWait func()
 
 	// wmu serialises frames on the socket.
 	wmu          sync.Mutex
 	writeTimeout time.Duration
+	rest         []byte // what TryWriteReserved could not write at once
 	closeSent    atomic.Bool
 	readFailed   atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
 	closed       atomic.Bool
@@ -154,6 +158,12 @@ func (c *Conn) Subprotocol() string { return c.subprotocol }
 // SetReadLimit sets the largest message ReadMessage returns; a larger one
 // is ErrMessageTooBig. The default is 32 KiB.
 func (c *Conn) SetReadLimit(n int) { c.limit = n }
+
+// SetBeforeWait sets f to run on the goroutine calling ReadMessage each
+// time it may be about to wait: it has read everything that arrived and
+// waits for more, or it answers a ping, which waits on a peer that does
+// not read. f must not read from c; it may write.
+func (c *Conn) SetBeforeWait(f func()) { c.beforeWait = f }
 
 // SetWriteTimeout bounds every frame write; zero means no bound.
 func (c *Conn) SetWriteTimeout(d time.Duration) {

@@ -18,6 +18,9 @@ type serverConfig struct {
 	// beside, when set, runs in its own goroutine next to the echo loop
 	// once the connection is open; its error is the outcome's beside.
 	beside func(c *Conn) error
+	// setup, when set, runs on the connection before the echo loop
+	// starts.
+	setup func(c *Conn)
 }
 
 // outcome is what one handler saw.
@@ -74,6 +77,9 @@ func serve(w http.ResponseWriter, r *http.Request, cfg serverConfig) outcome {
 	out := outcome{subprotocol: c.Subprotocol()}
 	if cfg.limit > 0 {
 		c.SetReadLimit(cfg.limit)
+	}
+	if cfg.setup != nil {
+		cfg.setup(c)
 	}
 	var beside chan error
 	if cfg.beside != nil {

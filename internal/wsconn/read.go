@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Opcodes (RFC 6455 section 5.2).
@@ -387,6 +388,11 @@ func (c *Conn) ensure(k int) error {
 func (c *Conn) fill(k int) error {
 	if c.pongOwed {
 		c.pongOwed = false
+		// The pong may wait on a peer that does not read: what the
+		// caller holds back must not wait with it.
+		if c.beforeWait != nil {
+			c.beforeWait()
+		}
 		// An answer that cannot be written shows up as the next read's
 		// or write's error; a peer that pings without reading meets the
 		// socket's backpressure here.
@@ -439,11 +445,14 @@ func (c *Conn) readRaw(fd uintptr) bool {
 		c.take()
 	}
 	for {
-		n, err := syscall.Read(int(fd), (*c.in)[c.w:])
+		n, err := rawRead(fd, (*c.in)[c.w:])
 		switch {
 		case err == syscall.EINTR:
 			continue
 		case err == syscall.EAGAIN:
+			if c.beforeWait != nil {
+				c.beforeWait()
+			}
 			if c.r < c.w {
 				c.stash = append([]byte(nil), (*c.in)[c.r:c.w]...)
 			}
@@ -482,4 +491,24 @@ func unmask(key [4]byte, pos int, b []byte) {
 	for ; i < len(b); i++ {
 		b[i] ^= key[i&3]
 	}
+}
+
+// rawRead and rawWrite are read(2) and write(2) on the connection's
+// non-blocking descriptor. They do not tell the scheduler they are in a
+// system call: they cannot block, so there is no processor to hand off,
+// and the scheduler's monitor is not woken to take one.
+func rawRead(fd uintptr, b []byte) (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+func rawWrite(fd uintptr, b []byte) (int, error) {
+	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -23,6 +24,86 @@ func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
 		return ErrClosed
 	}
 	return c.writeLocked(buf[off:])
+}
+
+// TryWriteReserved is WriteReserved for a caller that must not wait on
+// this peer: it writes what the socket takes at once and keeps the rest,
+// which goes out before anything else written later (see Flush). It
+// reports whether all of the message went out; when it did not, the
+// caller has Flush called soon, on a goroutine that may wait. buf is not
+// kept. The rest is at most the message, and is held only until then.
+func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
+	n := len(buf) - MaxHeaderLen
+	hl := headerLen(n)
+	off := MaxHeaderLen - hl
+	putHeader(buf[off:MaxHeaderLen], byte(typ), n)
+	b := buf[off:]
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent.Load() {
+		return false, ErrClosed
+	}
+	if c.rc == nil {
+		return true, c.writeLocked(b)
+	}
+	if len(c.rest) > 0 {
+		c.rest = append(c.rest, b...)
+		return false, nil
+	}
+	sent, err := c.writeNow(b)
+	if err != nil {
+		return false, err
+	}
+	if sent < len(b) {
+		c.rest = append([]byte(nil), b[sent:]...)
+		return false, nil
+	}
+	return true, nil
+}
+
+// writeNow writes as much of b as the socket takes without waiting and
+// returns how much that was; wmu is held.
+func (c *Conn) writeNow(b []byte) (int, error) {
+	sent := 0
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		for sent < len(b) {
+			n, err := rawWrite(fd, b[sent:])
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return true
+			case err != nil:
+				werr = err
+				return true
+			}
+			sent += n
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	return sent, err
+}
+
+// Flush sends what TryWriteReserved kept, waiting for the socket as
+// writes do (bounded by the write timeout).
+func (c *Conn) Flush() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.flushLocked()
+}
+
+// flushLocked sends the rest TryWriteReserved kept; wmu is held.
+func (c *Conn) flushLocked() error {
+	if len(c.rest) == 0 {
+		return nil
+	}
+	b := c.rest
+	c.rest = nil
+	return c.writeRaw(b)
 }
 
 // WriteMessage sends p as one message of type typ.
@@ -53,13 +134,16 @@ var smallFrames = sync.Pool{New: func() any { return new([MaxHeaderLen + smallFr
 
 // writeFrameLocked writes one final frame with payload p; wmu is held.
 func (c *Conn) writeFrameLocked(op byte, p []byte) error {
+	if err := c.flushLocked(); err != nil {
+		return err
+	}
 	hl := headerLen(len(p))
 	if len(p) <= smallFrame {
 		b := smallFrames.Get().(*[MaxHeaderLen + smallFrame]byte)
 		defer smallFrames.Put(b)
 		putHeader(b[:hl], op, len(p))
 		n := copy(b[hl:], p)
-		return c.writeLocked(b[:hl+n])
+		return c.writeRaw(b[:hl+n])
 	}
 	var h [MaxHeaderLen]byte
 	putHeader(h[:hl], op, len(p))
@@ -69,11 +153,50 @@ func (c *Conn) writeFrameLocked(op byte, p []byte) error {
 	return err
 }
 
+// writeLocked writes b after anything TryWriteReserved kept; wmu is held.
 func (c *Conn) writeLocked(b []byte) error {
+	if err := c.flushLocked(); err != nil {
+		return err
+	}
+	return c.writeRaw(b)
+}
+
+// writeRaw writes b, waiting for the socket up to the write timeout; wmu
+// is held.
+func (c *Conn) writeRaw(b []byte) error {
 	c.deadline()
-	_, err := c.nc.Write(b)
+	if c.rc == nil {
+		_, err := c.nc.Write(b)
+		return err
+	}
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		for len(b) > 0 {
+			n, err := rawWrite(fd, b)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case err == syscall.EAGAIN:
+				return false
+			case err != nil:
+				werr = &writeError{err}
+				return true
+			}
+			b = b[n:]
+		}
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
 	return err
 }
+
+// writeError wraps a failed write(2).
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "wsconn: write: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
 
 // deadline bounds the write about to start; wmu is held.
 func (c *Conn) deadline() {

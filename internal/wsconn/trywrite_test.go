@@ -1,0 +1,79 @@
+package wsconn
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestTryWriteReservedKeepsTheRest writes without waiting to a client
+// that does not read until the socket stops taking whole messages, then
+// once more, then with Flush and WriteMessage: the client must get every
+// message whole and in order, the rest kept by the connection first.
+func TestTryWriteReservedKeepsTheRest(t *testing.T) {
+	t.Parallel()
+	const size = 16 << 10
+	stalled := make(chan int, 1)
+	srv := startEcho(t, serverConfig{beside: func(c *Conn) error {
+		whole := 0
+		for {
+			if whole > 10000 {
+				return fmt.Errorf("%d messages of %d bytes all went out at once to a client that does not read", whole, size)
+			}
+			buf := append(make([]byte, MaxHeaderLen), pattern(size, byte(whole))...)
+			sent, err := c.TryWriteReserved(MessageBinary, buf)
+			if err != nil {
+				return err
+			}
+			if !sent {
+				break
+			}
+			whole++
+		}
+		// One more while the rest is held: it must queue behind it,
+		// not go out in the middle of the cut message.
+		buf := append(make([]byte, MaxHeaderLen), pattern(size, byte(whole+1))...)
+		if sent, err := c.TryWriteReserved(MessageBinary, buf); sent || err != nil {
+			return fmt.Errorf("a write behind a held rest: sent %v, %v; want kept", sent, err)
+		}
+		stalled <- whole
+		if err := c.Flush(); err != nil {
+			return err
+		}
+		return c.WriteMessage(MessageText, []byte("end"))
+	}})
+	c := dial(t, srv.addr)
+	whole := <-stalled
+	for i := range whole + 2 {
+		c.expect(serverFrame(finBit|fBinary, pattern(size, byte(i))))
+	}
+	c.expect(serverFrame(finBit|fText, []byte("end")))
+	_ = c.nc.Close()
+	if o := srv.next(t); o.beside != nil {
+		t.Error(o.beside)
+	}
+}
+
+// TestBeforeWait checks that the hook runs each time the reader has read
+// all that arrived, and before a pong, which can wait on a peer that does
+// not read: what the hook writes comes ahead of the pong.
+func TestBeforeWait(t *testing.T) {
+	t.Parallel()
+	srv := startEcho(t, serverConfig{setup: func(c *Conn) {
+		n := 0
+		c.SetBeforeWait(func() {
+			n++
+			_ = c.WriteMessage(MessageText, fmt.Appendf(nil, "wait %d", n))
+		})
+	}})
+	c := dial(t, srv.addr)
+	c.expect(serverFrame(finBit|fText, []byte("wait 1")))
+	c.write(clientFrame(finBit|fPing, []byte("p")))
+	c.expect(serverFrame(finBit|fText, []byte("wait 2")))
+	c.expect(serverFrame(finBit|fPong, []byte("p")))
+	c.expect(serverFrame(finBit|fText, []byte("wait 3")))
+	c.write(clientFrame(finBit|fText, []byte("hi")))
+	c.expect(serverFrame(finBit|fText, []byte("hi")))
+	c.expect(serverFrame(finBit|fText, []byte("wait 4")))
+	_ = c.nc.Close()
+	srv.next(t)
+}
