@@ -163,28 +163,7 @@ func (m *Message) tailLen(v stompframe.Version) int {
 // headerLen returns the length of the header line stompframe.AppendHeader
 // writes for name, value and v.
 func headerLen(name, value string, v stompframe.Version) int {
-	return len(name) + escapes(name, v) + 1 + len(value) + escapes(value, v) + 1
-}
-
-// escapes counts the bytes of s that version v writes as a two-byte
-// escape sequence (STOMP 1.2 "Value Encoding"; 1.1 has no escape for CR,
-// 1.0 none at all).
-func escapes(s string, v stompframe.Version) int {
-	if v < stompframe.V11 {
-		return 0
-	}
-	n := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\', '\n', ':':
-			n++
-		case '\r':
-			if v >= stompframe.V12 {
-				n++
-			}
-		}
-	}
-	return n
+	return stompframe.EscapedLen(name, v) + 1 + stompframe.EscapedLen(value, v) + 1
 }
 
 // decimalLen returns the number of decimal digits of n >= 0.

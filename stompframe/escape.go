@@ -79,8 +79,13 @@ func unescape(s string) string {
 // peer's parser reject it, and a colon in a 1.0 name would move where the
 // value starts.
 func appendEscaped(dst []byte, s string, v Version, name bool) []byte {
+	// Most names and values hold none of the four bytes that need care.
+	i := plainPrefix(s)
+	if i == len(s) {
+		return append(dst, s...)
+	}
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for ; i < len(s); i++ {
 		var esc byte
 		switch c := s[i]; {
 		case c == '\\' && v >= V11:
@@ -109,4 +114,55 @@ func appendEscaped(dst []byte, s string, v Version, name bool) []byte {
 		start = i + 1
 	}
 	return append(dst, s[start:]...)
+}
+
+// special marks the bytes appendEscaped may change: backslash, LF, colon
+// and CR.
+var special = [256]bool{'\\': true, '\n': true, ':': true, '\r': true}
+
+// plainPrefix returns the length of the longest prefix of s with no
+// special byte. It looks at eight bytes at a time while none of them is
+// special, then byte by byte.
+func plainPrefix(s string) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if hasByte(x, '\\') || hasByte(x, '\n') || hasByte(x, ':') || hasByte(x, '\r') {
+			break
+		}
+	}
+	for i < len(s) && !special[s[i]] {
+		i++
+	}
+	return i
+}
+
+// hasByte reports whether any of the eight bytes of x is b: x^(b in every
+// byte) then has a zero byte, and subtracting one from every byte borrows
+// into the top bit of the first zero one.
+func hasByte(x uint64, b byte) bool {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	y := x ^ (ones * uint64(b))
+	return (y-ones)&^y&tops != 0
+}
+
+// EscapedLen returns the length of s as appendEscaped writes it for v:
+// each byte v escapes takes two.
+func EscapedLen(s string, v Version) int {
+	n := len(s)
+	if v < V11 {
+		return n
+	}
+	for i := plainPrefix(s); i < len(s); i++ {
+		switch s[i] {
+		case '\\', '\n', ':':
+			n++
+		case '\r':
+			if v >= V12 {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -1,6 +1,9 @@
 package stompframe
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestAppendEscaped(t *testing.T) {
 	t.Parallel()
@@ -58,6 +61,35 @@ func TestEscapeRoundTrip(t *testing.T) {
 		}
 		if got := unescape(string(enc)); got != s {
 			t.Errorf("unescape(%q) = %q, want %q", enc, got, s)
+		}
+	}
+}
+
+// TestEscapedLen holds EscapedLen to what appendEscaped writes, and
+// plainPrefix to the first byte that needs care, for every special byte
+// at every position of strings longer and shorter than eight bytes.
+func TestEscapedLen(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 16, 17, 31} {
+		base := strings.Repeat("a/b.c-9Z", 4)[:n]
+		cases := []string{base}
+		for i := range n {
+			for _, c := range []byte{'\\', '\n', ':', '\r', 0x80, 0xff, ';', '[', 0x0b} {
+				cases = append(cases, base[:i]+string(c)+base[i+1:])
+			}
+		}
+		for _, s := range cases {
+			want := strings.IndexAny(s, "\\\n:\r")
+			if want < 0 {
+				want = len(s)
+			}
+			if got := plainPrefix(s); got != want {
+				t.Errorf("plainPrefix(%q) = %d, want %d", s, got, want)
+			}
+			for _, v := range []Version{V10, V11, V12} {
+				if got, want := EscapedLen(s, v), len(appendEscaped(nil, s, v, false)); got != want {
+					t.Errorf("EscapedLen(%q, %s) = %d, appendEscaped writes %d", s, v, got, want)
+				}
+			}
 		}
 	}
 }
