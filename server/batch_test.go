@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -206,4 +207,53 @@ func TestHeldBackWritersGoAfterMaxBatchedFrames(t *testing.T) {
 		t.Fatalf("room got %q", m.Body)
 	}
 	release()
+}
+
+// TestRoomsEndWhileFlushing cuts every member of busy rooms at once, while
+// their readers are writing to each other: every session must end. A
+// reader that closed another member's connection from inside its own read
+// would wait for that member's read to end, and members doing it to each
+// other in a ring would wait forever.
+func TestRoomsEndWhileFlushing(t *testing.T) {
+	ts := startServer(t, Config{})
+	const members, roomSize = 180, 9
+	conns := make([]*tcpSession, members)
+	sends := make([][]byte, members)
+	for i := range conns {
+		c := dialTCP(t, ts.url)
+		connectTCP(t, c)
+		room := fmt.Sprintf("/topic/room.%d", i/roomSize)
+		if _, err := c.nc.Write(maskedFrame(0x81, []byte("SUBSCRIBE\nid:0\ndestination:"+room+"\n\n\x00"))); err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+		sends[i] = maskedFrame(0x81, []byte("SEND\ndestination:"+room+"\n\nmove\x00"))
+	}
+	done := make(chan struct{}, members)
+	for i, c := range conns {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				if _, err := c.nc.Write(sends[i]); err != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	// The rooms busy is the input under test; the cut comes while they
+	// still are, with MESSAGEs unread, so each client's end is a reset.
+	time.Sleep(500 * time.Millisecond)
+	for _, c := range conns {
+		_ = c.nc.Close()
+	}
+	for range members {
+		<-done
+	}
+	poll.Until(t, 20*time.Second, func() error {
+		if n := ts.Sessions(); n != 0 {
+			return fmt.Errorf("%d of %d sessions still open after their clients were cut", n, members)
+		}
+		return nil
+	})
 }

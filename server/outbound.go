@@ -179,12 +179,16 @@ const flushRounds = 2
 // Flush is the writer a publisher's batch started (broker.Flusher), run on
 // the publisher's reader before it waits for input: it writes what is
 // queued without waiting on this session's socket. What the socket does
-// not take at once, a close, more than a batch or more than flushRounds
-// batches are left to a writer goroutine, which may wait.
+// not take at once, a close, more than a batch, more than flushRounds
+// batches, a connection another write holds and a failed write are left
+// to a writer goroutine, which may wait, and closes the connection if it
+// must: Flush may run inside a read on the publisher's descriptor, where
+// closing one could wait for that read to end.
 func (s *session) Flush() {
 	defer func() {
 		if v := recover(); v != nil {
 			s.writerPanicked(v)
+			go s.conn.CloseNow() //nolint:errcheck // the session is ending
 			s.writers.Done()
 		}
 	}()
@@ -211,19 +215,18 @@ func (s *session) Flush() {
 
 		buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
 		*bp = buf[:0]
-		clear(items)
 		sent, err := s.conn.TryWriteReserved(messageType(binary), buf)
 		if err != nil {
-			_ = s.conn.CloseNow()
+			// Nothing went out: the frames go back in front, for the
+			// writer goroutine.
 			s.mu.Lock()
+			s.queue = append(items, s.queue...)
+			s.queuedBytes += s.inflightB
 			s.inflight, s.inflightB = 0, 0
-			s.writeFailedLocked()
-			s.discardQueueLocked()
-			s.writing = false
 			s.mu.Unlock()
-			s.writers.Done()
-			return
+			break
 		}
+		clear(items)
 		s.lastWrite.Store(time.Now().UnixNano())
 		if !sent {
 			// The connection holds the rest; the frames count as in
@@ -293,11 +296,11 @@ func (s *session) writeFailedLocked() {
 	s.wakeLocked()
 }
 
-// writerPanicked ends the session after a panic in its writer.
+// writerPanicked ends the session after a panic in its writer; the caller
+// closes the connection.
 func (s *session) writerPanicked(v any) {
 	s.srv.cfg.Observer.Panic()
 	s.srv.cfg.Logger.Error("panic in session writer", "session", s.st.ID, "panic", fmt.Sprint(v))
-	_ = s.conn.CloseNow()
 	s.mu.Lock()
 	s.writing = false
 	s.closing = true
@@ -326,6 +329,7 @@ func (s *session) writeLoop() {
 	failed := false
 	defer func() {
 		if v := recover(); v != nil {
+			_ = s.conn.CloseNow()
 			s.writerPanicked(v)
 		}
 	}()

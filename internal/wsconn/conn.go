@@ -78,6 +78,9 @@ var (
 	// ErrClosed is returned by writes after a close frame was sent or the
 	// connection was closed.
 	ErrClosed = errors.New("wsconn: connection closed")
+	// ErrWouldWait is returned by TryWriteReserved when writing would
+	// mean waiting for another write; nothing was written.
+	ErrWouldWait = errors.New("wsconn: another write holds the connection")
 )
 
 // CloseError is returned by ReadMessage when the peer sent a close frame.
@@ -162,7 +165,10 @@ func (c *Conn) SetReadLimit(n int) { c.limit = n }
 // SetBeforeWait sets f to run on the goroutine calling ReadMessage each
 // time it may be about to wait: it has read everything that arrived and
 // waits for more, or it answers a ping, which waits on a peer that does
-// not read. f must not read from c; it may write.
+// not read. f may run while the reader holds the descriptor for reading:
+// it must not read from c, and must not close c or any connection whose
+// reader may be running f too (closing waits for reads on the descriptor
+// to end). It may write, and should not wait.
 func (c *Conn) SetBeforeWait(f func()) { c.beforeWait = f }
 
 // SetWriteTimeout bounds every frame write; zero means no bound.

@@ -1,8 +1,10 @@
 package wsconn
 
 import (
+	"errors"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestTryWriteReservedKeepsTheRest writes without waiting to a client
@@ -76,4 +78,33 @@ func TestBeforeWait(t *testing.T) {
 	c.expect(serverFrame(finBit|fText, []byte("wait 4")))
 	_ = c.nc.Close()
 	srv.next(t)
+}
+
+// TestTryWriteReservedDoesNotWait: while another write holds the
+// connection, blocked on a client that does not read, TryWriteReserved
+// returns ErrWouldWait at once instead of waiting its turn.
+func TestTryWriteReservedDoesNotWait(t *testing.T) {
+	t.Parallel()
+	tried := make(chan struct{})
+	srv := startEcho(t, serverConfig{beside: func(c *Conn) error {
+		defer close(tried)
+		go func() { _ = c.WriteMessage(MessageBinary, make([]byte, 64<<20)) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			buf := append(make([]byte, MaxHeaderLen), "x"...)
+			if _, err := c.TryWriteReserved(MessageText, buf); errors.Is(err, ErrWouldWait) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return errors.New("TryWriteReserved never reported the connection held by a blocked write")
+	}})
+	c := dial(t, srv.addr)
+	<-tried
+	_ = c.nc.Close()
+	if o := srv.next(t); o.beside != nil {
+		t.Error(o.beside)
+	}
 }

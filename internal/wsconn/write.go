@@ -28,33 +28,41 @@ func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
 
 // TryWriteReserved is WriteReserved for a caller that must not wait on
 // this peer: it writes what the socket takes at once and keeps the rest,
-// which goes out before anything else written later (see Flush). It
-// reports whether all of the message went out; when it did not, the
-// caller has Flush called soon, on a goroutine that may wait. buf is not
-// kept. The rest is at most the message, and is held only until then.
+// which goes out before anything written later (see Flush). It reports
+// whether all of the message went out; when it did not, the caller has
+// Flush called soon, on a goroutine that may wait. The rest is at most
+// the message, and is held only until then. When another write holds the
+// connection it writes nothing and returns ErrWouldWait; after any error
+// nothing of buf was sent or kept. buf is not kept.
 func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
 	n := len(buf) - MaxHeaderLen
 	hl := headerLen(n)
 	off := MaxHeaderLen - hl
 	putHeader(buf[off:MaxHeaderLen], byte(typ), n)
 	b := buf[off:]
-	c.wmu.Lock()
+	if !c.wmu.TryLock() {
+		return false, ErrWouldWait
+	}
 	defer c.wmu.Unlock()
 	if c.closeSent.Load() {
 		return false, ErrClosed
 	}
 	if c.rc == nil {
-		return true, c.writeLocked(b)
+		return false, ErrWouldWait
 	}
 	if len(c.rest) > 0 {
 		c.rest = append(c.rest, b...)
 		return false, nil
 	}
 	sent, err := c.writeNow(b)
-	if err != nil {
+	switch {
+	case err != nil && sent > 0:
+		// The stream is cut inside a frame: nothing more can follow.
+		c.closeSent.Store(true)
 		return false, err
-	}
-	if sent < len(b) {
+	case err != nil:
+		return false, err
+	case sent < len(b):
 		c.rest = append([]byte(nil), b[sent:]...)
 		return false, nil
 	}
