@@ -21,9 +21,12 @@ import (
 // session is one STOMP session on one WebSocket connection.
 //
 // Goroutines: the HTTP handler goroutine that accepted the connection is
-// the session's reader and owner (serve); a writer goroutine exists only
-// while the outbound queue is non-empty, so an idle session has one
-// goroutine. Heart-beats and deadlines use runtime timers, not goroutines.
+// the session's reader and owner (serve). What is queued for a session is
+// written by the reader of the session whose frames queued it, before
+// that reader waits (see broker.Batch and Flush), or by a writer
+// goroutine that exists only while the outbound queue is non-empty and
+// the socket is slow; an idle session has one goroutine. Heart-beats and
+// deadlines use runtime timers, not goroutines.
 type session struct {
 	srv  *Server
 	conn *wsconn.Conn
@@ -106,12 +109,12 @@ func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *se
 	s.opened = now
 	s.lastRead.Store(now)
 	s.lastWrite.Store(now)
-	conn.SetBeforeWait(s.flushBatch)
 	return s
 }
 
 // serve runs the session on the calling goroutine until it ends.
 func (s *session) serve() {
+	s.conn.SetBeforeWait(s.flushBatch)
 	s.mu.Lock()
 	s.hbIn = time.AfterFunc(s.srv.cfg.ConnectTimeout, s.connectTimeout)
 	s.mu.Unlock()

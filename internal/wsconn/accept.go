@@ -102,6 +102,7 @@ func newConn(nc net.Conn, sub string) *Conn {
 		if rc, err := sc.SyscallConn(); err == nil {
 			c.rc = rc
 			c.readFn = c.readRaw
+			c.writeFn = c.writeStep
 		}
 	}
 	return c

@@ -143,9 +143,15 @@ type Conn struct {
 	wmu          sync.Mutex
 	writeTimeout time.Duration
 	rest         []byte // what TryWriteReserved could not write at once
-	closeSent    atomic.Bool
-	readFailed   atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
-	closed       atomic.Bool
+	// The write in progress, for writeStep.
+	writeFn    func(fd uintptr) bool
+	wbuf       []byte
+	wsent      int
+	wwait      bool
+	werr       error
+	closeSent  atomic.Bool
+	readFailed atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
+	closed     atomic.Bool
 
 	// mu guards the close handshake's and the pings' waiters.
 	mu        sync.Mutex

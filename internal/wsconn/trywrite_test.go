@@ -108,3 +108,27 @@ func TestTryWriteReservedDoesNotWait(t *testing.T) {
 		t.Error(o.beside)
 	}
 }
+
+// TestWritesDoNotAllocate: a write, waiting or not, allocates nothing.
+// It runs alone (not in parallel), since allocations are counted across
+// the process.
+func TestWritesDoNotAllocate(t *testing.T) {
+	result := make(chan string, 1)
+	srv := startEcho(t, serverConfig{beside: func(c *Conn) error {
+		buf := make([]byte, MaxHeaderLen+100)
+		waiting := testing.AllocsPerRun(100, func() { _ = c.WriteReserved(MessageText, buf) })
+		trying := testing.AllocsPerRun(100, func() { _, _ = c.TryWriteReserved(MessageText, buf) })
+		got := fmt.Sprintf("WriteReserved %.1f, TryWriteReserved %.1f", waiting, trying)
+		result <- got
+		if waiting != 0 || trying != 0 {
+			return errors.New("allocations per write: " + got)
+		}
+		return nil
+	}})
+	c := dial(t, srv.addr)
+	t.Log(<-result)
+	_ = c.nc.Close()
+	if o := srv.next(t); o.beside != nil {
+		t.Error(o.beside)
+	}
+}

@@ -72,28 +72,36 @@ func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
 // writeNow writes as much of b as the socket takes without waiting and
 // returns how much that was; wmu is held.
 func (c *Conn) writeNow(b []byte) (int, error) {
-	sent := 0
-	var werr error
-	err := c.rc.Write(func(fd uintptr) bool {
-		for sent < len(b) {
-			n, err := rawWrite(fd, b[sent:])
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return true
-			case err != nil:
-				werr = err
-				return true
-			}
-			sent += n
-		}
-		return true
-	})
+	c.wbuf, c.wsent, c.wwait, c.werr = b, 0, false, nil
+	err := c.rc.Write(c.writeFn)
+	sent := c.wsent
 	if err == nil {
-		err = werr
+		err = c.werr
 	}
+	c.wbuf, c.werr = nil, nil
 	return sent, err
+}
+
+// writeStep is the write on the descriptor, run by syscall.RawConn.Write
+// with the state writeNow or writeRaw left in c: it writes c.wbuf from
+// c.wsent on until all is written, the socket is full (when c.wwait is
+// not set) or write(2) fails. A prebuilt function and fields on c, rather
+// than a closure, keep a write from allocating.
+func (c *Conn) writeStep(fd uintptr) bool {
+	for c.wsent < len(c.wbuf) {
+		n, err := rawWrite(fd, c.wbuf[c.wsent:])
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return !c.wwait
+		case err != nil:
+			c.werr = &writeError{err}
+			return true
+		}
+		c.wsent += n
+	}
+	return true
 }
 
 // Flush sends what TryWriteReserved kept, waiting for the socket as
@@ -177,26 +185,12 @@ func (c *Conn) writeRaw(b []byte) error {
 		_, err := c.nc.Write(b)
 		return err
 	}
-	var werr error
-	err := c.rc.Write(func(fd uintptr) bool {
-		for len(b) > 0 {
-			n, err := rawWrite(fd, b)
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err == syscall.EAGAIN:
-				return false
-			case err != nil:
-				werr = &writeError{err}
-				return true
-			}
-			b = b[n:]
-		}
-		return true
-	})
+	c.wbuf, c.wsent, c.wwait, c.werr = b, 0, true, nil
+	err := c.rc.Write(c.writeFn)
 	if err == nil {
-		err = werr
+		err = c.werr
 	}
+	c.wbuf, c.werr = nil, nil
 	return err
 }
 
