@@ -27,13 +27,15 @@ func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
 }
 
 // TryWriteReserved is WriteReserved for a caller that must not wait on
-// this peer: it writes what the socket takes at once and keeps the rest,
-// which goes out before anything written later (see Flush). It reports
-// whether all of the message went out; when it did not, the caller has
-// Flush called soon, on a goroutine that may wait. The rest is at most
-// the message, and is held only until then. When another write holds the
-// connection it writes nothing and returns ErrWouldWait; after any error
-// nothing of buf was sent or kept. buf is not kept.
+// this peer: it writes what the socket takes at once and keeps a copy of
+// the rest, which goes out before anything written later (see Flush). It
+// reports whether all of the message went out; when it did not, the
+// caller has Flush called soon, on a goroutine that may wait, and the
+// copy is held only until then. While a rest is held, a further message
+// is added to it whole. When another write holds the connection, or the
+// connection has no descriptor to write to without waiting, it writes
+// nothing and returns ErrWouldWait; after any error nothing of buf was
+// sent or kept. buf itself is not kept.
 func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
 	n := len(buf) - MaxHeaderLen
 	hl := headerLen(n)
