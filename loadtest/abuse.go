@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // abuseConfig are the settings of the abuse scenario.
@@ -277,7 +279,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 		return nil, err
 	}
 	start := time.Now()
-	cpu0 := selfCPU()
+	cpu0 := procstat.SelfCPU()
 	src := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
 	ar := &abuseReport{SendLimit: cfg.sendLimit, SessionCap: cfg.sessionCap}
 	var sources atomic.Int64
@@ -320,7 +322,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 		ElapsedSeconds: elapsed,
 		Interrupted:    interrupted,
 		Abuse:          ar,
-		Tool:           toolReportOf(selfCPU()-cpu0, 0),
+		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Settings: map[string]any{
 			"attacks": names, "duration_per_attack": cfg.duration.String(),
 			"honest_subscribers": cfg.honestSubs, "honest_publishers": cfg.honestPubs,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // idleConfig are the settings of the idle scenario.
@@ -105,7 +107,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	end := start.Add(cfg.duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
-	cpu0 := selfCPU()
+	cpu0 := procstat.SelfCPU()
 	ir := &idleReport{Requested: cfg.sessions}
 	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
 	var errs []string
@@ -255,7 +257,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 		ElapsedSeconds: round3(time.Since(start).Seconds()),
 		Interrupted:    interrupted,
 		Idle:           ir,
-		Tool:           toolReportOf(selfCPU()-cpu0, 0),
+		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Series:         []series{*opened},
 		Settings: map[string]any{
 			"sessions": cfg.sessions, "sessions_per_ip": cfg.sessionsPerIP,

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // serverReport is what the server says about itself over the run: its
@@ -66,7 +68,7 @@ func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
 		p.before, p.scrapeOK = s, true
 	}
 	if cfg.pid > 0 {
-		if c, err := procCPU(cfg.pid); err == nil {
+		if c, err := procstat.CPU(cfg.pid); err == nil {
 			p.cpu0, p.cpuOK = c, true
 		}
 	}
@@ -93,7 +95,7 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	}
 	switch {
 	case p.cpuOK:
-		if c, err := procCPU(p.cfg.pid); err == nil {
+		if c, err := procstat.CPU(p.cfg.pid); err == nil {
 			r.CPUSource, r.PID = "proc", p.cfg.pid
 			r.CPUSeconds = round3((c - p.cpu0).Seconds())
 		}
@@ -103,7 +105,7 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	}
 	switch {
 	case p.cfg.pid > 0:
-		if v, err := procRSS(p.cfg.pid); err == nil {
+		if v, err := procstat.RSS(p.cfg.pid); err == nil {
 			r.RSSSource, r.RSSBytes, r.PID = "proc", v, p.cfg.pid
 		}
 	case after != nil && after.has(metricRSS):

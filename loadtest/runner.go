@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // Run phases' bounds, each with its reason.
@@ -275,7 +277,7 @@ func (r *loadRun) pace(ctx context.Context, pubs []*publisher, start, end time.T
 // start(ctx, start, end, wg) launches the publishers.
 func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup)) loadResult {
 	srv := newServerProbe(ctx, r.cfg)
-	cpu0 := selfCPU()
+	cpu0 := procstat.SelfCPU()
 
 	var all []*counterSeries
 	var losses []*lossSeries
@@ -352,7 +354,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	elapsed := time.Since(start)
 	serverAfter := srv.finish(ctx)
 	r.closeAll()
-	cpu := selfCPU() - cpu0
+	cpu := procstat.SelfCPU() - cpu0
 
 	res := loadResult{
 		loadSeconds:    loadEnd.Sub(start).Seconds(),

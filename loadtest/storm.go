@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // stormConfig are the settings of the handshake-storm scenario.
@@ -147,7 +148,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 	if probeURL != "" {
 		before, _ = scrape(ctx, probeURL)
 	}
-	cpu0 := selfCPU()
+	cpu0 := procstat.SelfCPU()
 	var accepted, limited, other atomic.Int64
 	results := make([]ipResult, cfg.ips)
 	var errMu sync.Mutex
@@ -259,7 +260,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 		ElapsedSeconds: round3(elapsed.Seconds()),
 		Interrupted:    interrupted,
 		Storm:          sr,
-		Tool:           toolReportOf(selfCPU()-cpu0, 0),
+		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Series:         []series{*acc, *rej},
 		Settings: map[string]any{
 			"ips": cfg.ips, "attempts": cfg.attempts, "rate": cfg.rate,

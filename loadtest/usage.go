@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 // usageSource reads the server's RSS and CPU time: from /proc when pid is
@@ -30,7 +32,7 @@ func (u usageSource) kind() string {
 // came from: a metrics page without CPU time still answers.
 func (u usageSource) rss(ctx context.Context) (int64, string, error) {
 	if u.pid > 0 {
-		v, err := procRSS(u.pid)
+		v, err := procstat.RSS(u.pid)
 		return v, u.kind(), err
 	}
 	if u.url == "" {
@@ -49,10 +51,10 @@ func (u usageSource) rss(ctx context.Context) (int64, string, error) {
 // read returns one sample of both.
 func (u usageSource) read(ctx context.Context) (rss int64, cpu time.Duration, err error) {
 	if u.pid > 0 {
-		if rss, err = procRSS(u.pid); err != nil {
+		if rss, err = procstat.RSS(u.pid); err != nil {
 			return 0, 0, err
 		}
-		cpu, err = procCPU(u.pid)
+		cpu, err = procstat.CPU(u.pid)
 		return rss, cpu, err
 	}
 	s, err := scrape(ctx, u.url)

@@ -31,6 +31,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
+
+	"github.com/stompgate/stompgate/internal/procstat"
 )
 
 type config struct {
@@ -187,16 +189,16 @@ func run(ctx context.Context, c config) (result, error) {
 	if err := wait(c.warmup); err != nil {
 		return result{}, err
 	}
-	d0, t0 := delivered.Load(), cpuSeconds(c.pid)
+	d0, t0 := delivered.Load(), serverCPU(c.pid)
 	start := time.Now()
 	if err := wait(c.duration); err != nil {
 		return result{}, err
 	}
-	d1, t1 := delivered.Load(), cpuSeconds(c.pid)
+	d1, t1 := delivered.Load(), serverCPU(c.pid)
 	r := result{Delivered: d1 - d0}
 	r.PerSec = float64(r.Delivered) / time.Since(start).Seconds()
 	if c.pid > 0 && r.Delivered > 0 {
-		r.CPUMicros = (t1 - t0) * 1e6 / float64(r.Delivered)
+		r.CPUMicros = float64((t1 - t0).Microseconds()) / float64(r.Delivered)
 	}
 	if r.Delivered == 0 {
 		return r, errors.New("nothing was delivered in the measured period")
@@ -204,23 +206,12 @@ func run(ctx context.Context, c config) (result, error) {
 	return r, nil
 }
 
-// cpuSeconds is the user and system time of process pid from
-// /proc/<pid>/stat, or 0 for pid 0 or a process that cannot be read.
-func cpuSeconds(pid int) float64 {
+// serverCPU is the CPU time of process pid so far, or 0 for pid 0 or a
+// process whose /proc entry cannot be read.
+func serverCPU(pid int) time.Duration {
 	if pid <= 0 {
 		return 0
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses and may
-	// hold spaces; utime and stime are the 14th and 15th of the line.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	s, _ := strconv.ParseFloat(f[12], 64)
-	return (u + s) / 100 // clock ticks; USER_HZ is 100 on Linux
+	cpu, _ := procstat.CPU(pid)
+	return cpu
 }

@@ -1,4 +1,6 @@
-package main
+// Package procstat reads a process's CPU time and resident memory from
+// /proc, for the load tools that measure what a server costs.
+package procstat
 
 import (
 	"bytes"
@@ -13,8 +15,8 @@ import (
 // 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
-// selfCPU returns this process's user+system CPU time so far.
-func selfCPU() time.Duration {
+// SelfCPU returns this process's user+system CPU time so far.
+func SelfCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -22,10 +24,10 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU returns the user+system CPU time of process pid from
+// CPU returns the user+system CPU time of process pid from
 // /proc/<pid>/stat (fields 14 and 15, after the parenthesised command,
 // which may itself hold spaces and parentheses).
-func procCPU(pid int) (time.Duration, error) {
+func CPU(pid int) (time.Duration, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
@@ -51,9 +53,9 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
 
-// procRSS returns the resident set size of process pid in bytes, from
+// RSS returns the resident set size of process pid in bytes, from
 // VmRSS in /proc/<pid>/status.
-func procRSS(pid int) (int64, error) {
+func RSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
