@@ -196,21 +196,16 @@ func (s *session) Flush() {
 	defer writeBufPool.Put(bp)
 	for range flushRounds {
 		s.mu.Lock()
-		items := s.queue
-		if len(items) == 0 {
-			s.writing = false
-			s.queue = nil
+		if s.idleLocked() {
 			s.mu.Unlock()
 			s.writers.Done()
 			return
 		}
-		if s.queuedBytes > writeBatchSize || hasClose(items) {
+		if s.queuedBytes > writeBatchSize || hasClose(s.queue) {
 			s.mu.Unlock()
 			break
 		}
-		s.queue = nil
-		s.inflight, s.inflightB = len(items), s.queuedBytes
-		s.queuedBytes = 0
+		items := s.takeLocked(nil)
 		s.mu.Unlock()
 
 		buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
@@ -235,8 +230,7 @@ func (s *session) Flush() {
 			return
 		}
 		s.mu.Lock()
-		s.inflight, s.inflightB = 0, 0
-		s.wakeLocked()
+		s.writtenLocked()
 		s.mu.Unlock()
 	}
 	go s.writeLoop()
@@ -257,15 +251,49 @@ func hasClose(items []outItem) bool {
 func appendItems(buf []byte, items []outItem) ([]byte, bool) {
 	binary := false
 	for i := range items {
-		it := &items[i]
-		if it.msg != nil {
-			buf = it.msg.AppendFrame(buf, it.sub)
-			binary = binary || it.msg.Binary
-		} else {
-			buf = append(buf, it.raw...)
-		}
+		var b bool
+		buf, b = appendItem(buf, &items[i])
+		binary = binary || b
 	}
 	return buf, binary
+}
+
+// appendItem appends the frame of it, not a close, to buf and reports
+// whether it needs a binary message.
+func appendItem(buf []byte, it *outItem) ([]byte, bool) {
+	if it.msg != nil {
+		return it.msg.AppendFrame(buf, it.sub), it.msg.Binary
+	}
+	return append(buf, it.raw...), false
+}
+
+// idleLocked reports whether nothing is queued and, if so, records that
+// no writer runs; an idle session holds no queue memory.
+func (s *session) idleLocked() bool {
+	if len(s.queue) > 0 {
+		return false
+	}
+	s.writing = false
+	s.queue = nil
+	return true
+}
+
+// takeLocked hands what is queued to the writer, spare becoming the new
+// queue. The frames count as in flight, against the outbound bounds,
+// until writtenLocked.
+func (s *session) takeLocked(spare []outItem) []outItem {
+	items := s.queue
+	s.queue = spare
+	s.inflight, s.inflightB = len(items), s.queuedBytes
+	s.queuedBytes = 0
+	return items
+}
+
+// writtenLocked records that the writer is done with what it took, and
+// wakes a reader waiting for room.
+func (s *session) writtenLocked() {
+	s.inflight, s.inflightB = 0, 0
+	s.wakeLocked()
 }
 
 // writeRest is the writer goroutine after a Flush the socket did not take
@@ -273,12 +301,11 @@ func appendItems(buf []byte, items []outItem) ([]byte, bool) {
 func (s *session) writeRest() {
 	err := s.conn.Flush()
 	s.mu.Lock()
-	s.inflight, s.inflightB = 0, 0
+	s.writtenLocked()
 	if err != nil {
 		s.writeFailedLocked()
 		s.discardQueueLocked()
 	}
-	s.wakeLocked()
 	s.mu.Unlock()
 	if err != nil {
 		_ = s.conn.CloseNow()
@@ -307,8 +334,7 @@ func (s *session) writerPanicked(v any) {
 	if s.reason == nil {
 		s.reason = ClosePanic
 	}
-	s.inflight, s.inflightB = 0, 0
-	s.wakeLocked()
+	s.writtenLocked()
 	s.mu.Unlock()
 }
 
@@ -335,17 +361,11 @@ func (s *session) writeLoop() {
 	}()
 	for {
 		s.mu.Lock()
-		items := s.queue
-		if len(items) == 0 {
-			s.writing = false
-			// Let an idle session hold no queue memory.
-			s.queue = nil
+		if s.idleLocked() {
 			s.mu.Unlock()
 			return
 		}
-		s.queue = spare
-		s.inflight, s.inflightB = len(items), s.queuedBytes
-		s.queuedBytes = 0
+		items := s.takeLocked(spare)
 		s.mu.Unlock()
 
 		const room = wsconn.MaxHeaderLen
@@ -356,8 +376,7 @@ func (s *session) writeLoop() {
 			if failed {
 				continue
 			}
-			switch {
-			case it.close:
+			if it.close {
 				if len(buf) > room && !s.write(buf, binary) {
 					failed = true
 					continue
@@ -367,21 +386,20 @@ func (s *session) writeLoop() {
 				// at most wsconn.CloseTimeout.
 				_ = s.conn.Close(it.code, it.reason)
 				failed = true
-			case it.msg != nil:
-				// Send what is packed first if this frame would overflow
-				// the batch buffer, so the pooled buffer does not grow.
-				if len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
-					if !s.write(buf, binary) {
-						failed = true
-						continue
-					}
-					buf, binary = buf[:room], false
-				}
-				buf = it.msg.AppendFrame(buf, it.sub)
-				binary = binary || it.msg.Binary
-			default:
-				buf = append(buf, it.raw...)
+				continue
 			}
+			// Send what is packed first if this frame would overflow the
+			// batch buffer, so the pooled buffer does not grow.
+			if it.msg != nil && len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
+				if !s.write(buf, binary) {
+					failed = true
+					continue
+				}
+				buf, binary = buf[:room], false
+			}
+			var b bool
+			buf, b = appendItem(buf, it)
+			binary = binary || b
 			if len(buf)-room >= writeBatchSize {
 				if !s.write(buf, binary) {
 					failed = true
@@ -398,11 +416,10 @@ func (s *session) writeLoop() {
 		clear(items)
 		spare = items[:0]
 		s.mu.Lock()
-		s.inflight, s.inflightB = 0, 0
+		s.writtenLocked()
 		if failed {
 			s.writeFailedLocked()
 		}
-		s.wakeLocked()
 		s.mu.Unlock()
 	}
 }
