@@ -25,6 +25,18 @@ func connectTCP(t *testing.T, s *tcpSession) {
 	}
 }
 
+// subscribeTCP subscribes a hand-written WebSocket session to dest and
+// waits for the subscription's RECEIPT.
+func subscribeTCP(t *testing.T, s *tcpSession, dest string) {
+	t.Helper()
+	if _, err := s.nc.Write(maskedFrame(0x81, []byte("SUBSCRIBE\nid:0\ndestination:"+dest+"\nreceipt:s\n\n\x00"))); err != nil {
+		t.Fatal(err)
+	}
+	if op, b := s.next(); op != 0x1 || !bytes.HasPrefix(b, []byte("RECEIPT")) {
+		t.Fatalf("got %x %.40q, want the RECEIPT", op, b)
+	}
+}
+
 // stompFrames decodes the STOMP frames in the text messages s reads until
 // it has n of them.
 func stompFrames(t *testing.T, s *tcpSession, n int) []*stompframe.Frame {
@@ -97,12 +109,7 @@ func TestHeldBackWritersDoNotWaitOnAStuckPong(t *testing.T) {
 	p := dialTCP(t, ts.url)
 	_ = p.nc.SetDeadline(time.Now().Add(2 * time.Minute))
 	connectTCP(t, p)
-	if _, err := p.nc.Write(maskedFrame(0x81, []byte("SUBSCRIBE\nid:0\ndestination:/topic/bulk\nreceipt:s\n\n\x00"))); err != nil {
-		t.Fatal(err)
-	}
-	if op, b := p.next(); op != 0x1 || !bytes.HasPrefix(b, []byte("RECEIPT")) {
-		t.Fatalf("got %x %.40q, want the RECEIPT", op, b)
-	}
+	subscribeTCP(t, p, "/topic/bulk")
 	// Fill p's socket: it reads nothing from here on, so its writer
 	// ends up blocked in a write, holding the connection's write side.
 	bulk := dialRaw(t, ts.url, "v12.stomp")
@@ -139,12 +146,7 @@ func TestFlushedFramesStayWholeOnAFullSocket(t *testing.T) {
 	sub := dialTCP(t, ts.url)
 	_ = sub.nc.SetDeadline(time.Now().Add(2 * time.Minute))
 	connectTCP(t, sub)
-	if _, err := sub.nc.Write(maskedFrame(0x81, []byte("SUBSCRIBE\nid:0\ndestination:/topic/t\nreceipt:s\n\n\x00"))); err != nil {
-		t.Fatal(err)
-	}
-	if op, b := sub.next(); op != 0x1 || !bytes.HasPrefix(b, []byte("RECEIPT")) {
-		t.Fatalf("got %x %.40q, want the RECEIPT", op, b)
-	}
+	subscribeTCP(t, sub, "/topic/t")
 	pub := dialRaw(t, ts.url, "v12.stomp")
 	pub.Connect()
 	const n = 3000
