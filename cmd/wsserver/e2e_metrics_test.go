@@ -41,11 +41,16 @@ func TestMetricsScrapeScriptedSession(t *testing.T) {
 	// frames before it.
 	disconnect(t, c)
 
+	// A scrape gathers the collectors concurrently, so one can see the
+	// active gauge fall before it sees the close counted: wait for both.
 	var after samples
 	waitFor(t, clientTimeout, func() error {
 		after = scrape(t, base)
 		if got, want := after["stompgate_sessions_active"], before["stompgate_sessions_active"]; got != want {
 			return fmt.Errorf("sessions active: got %v, want %v as before the session", got, want)
+		}
+		if got := after.sum("stompgate_sessions_closed_total") - before.sum("stompgate_sessions_closed_total"); got != 1 {
+			return fmt.Errorf("sessions closed, summed over reasons: got delta %v, want 1", got)
 		}
 		return nil
 	})
