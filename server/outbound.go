@@ -160,6 +160,9 @@ func (s *session) closeAfter(reason *CloseReason, text string) {
 // if none runs: through b when it takes it, else on a goroutine of its
 // own.
 func (s *session) pushLocked(it outItem, size int, b *broker.Batch) {
+	if s.queue == nil {
+		s.queue = newQueue()
+	}
 	s.queue = append(s.queue, it)
 	s.queuedBytes += size
 	if !s.writing {
@@ -222,6 +225,7 @@ func (s *session) Flush() {
 			break
 		}
 		clear(items)
+		recycleQueue(items)
 		s.lastWrite.Store(time.Now().UnixNano())
 		if !sent {
 			// The connection holds the rest; the frames count as in
@@ -274,6 +278,7 @@ func (s *session) idleLocked() bool {
 		return false
 	}
 	s.writing = false
+	recycleQueue(s.queue)
 	s.queue = nil
 	return true
 }
@@ -363,6 +368,7 @@ func (s *session) writeLoop() {
 		s.mu.Lock()
 		if s.idleLocked() {
 			s.mu.Unlock()
+			recycleQueue(spare)
 			return
 		}
 		items := s.takeLocked(spare)
