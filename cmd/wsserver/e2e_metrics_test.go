@@ -113,6 +113,7 @@ func TestSettingErrors(t *testing.T) {
 		{"unknown log format", []string{"-log-format", "xml"}, nil, "-log-format"},
 		{"send limit not a number in env", nil, map[string]string{"WSSERVER_SEND_LIMIT": "abc"}, "WSSERVER_SEND_LIMIT"},
 		{"window not a duration in env", nil, map[string]string{"WSSERVER_SEND_WINDOW": "soon"}, "WSSERVER_SEND_WINDOW"},
+		{"adaptive procs not a boolean in env", nil, map[string]string{"WSSERVER_ADAPTIVE_PROCS": "sometimes"}, "WSSERVER_ADAPTIVE_PROCS"},
 		{"zero send limit", []string{"-send-limit", "0"}, nil, "-send-limit"},
 		{"zero send window", []string{"-send-window", "0s"}, nil, "-send-window"},
 		{"zero send limit in env", nil, map[string]string{"WSSERVER_SEND_LIMIT": "0"}, "send-limit"},
@@ -240,7 +241,7 @@ var operatorSettings = []string{
 	"control-limit", "control-window", "drain-period", "drain-grace",
 	"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
 	"ping-interval", "ping-timeout", "max-sessions-per-principal", "session-lease-ttl", "redis-timeout",
-	"admin-addr", "pprof", "demo",
+	"admin-addr", "pprof", "demo", "adaptive-procs",
 	"jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
 }
 

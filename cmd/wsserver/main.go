@@ -18,9 +18,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/procs"
 )
 
 func main() {
@@ -64,6 +67,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
+	if st.adaptiveProcs {
+		defer procs.Adapt(procs.Default(runtime.GOMAXPROCS(0)), procs.DefaultTick, func(n int) {
+			logger.Debug("processors", "gomaxprocs", n)
+		})()
+	}
 	a, err := newApp(&st, logger)
 	if err != nil {
 		return err

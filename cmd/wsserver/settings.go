@@ -32,6 +32,7 @@ type settings struct {
 	adminAddr       string
 	pprof           bool
 	demo            bool
+	adaptiveProcs   bool
 
 	maxFrameSize     int
 	maxHeaders       int
@@ -104,6 +105,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for sessions to flush and close")
+	fs.BoolVar(&s.adaptiveProcs, "adaptive-procs", true, "run Go's scheduler on one processor while the load fits in one with room to spare, and on all (GOMAXPROCS at start) as soon as it does not, checked every 100ms; false: always on all")
 
 	fs.IntVar(&s.maxFrameSize, "max-frame-size", stompframe.DefaultMaxFrameSize, "largest accepted STOMP frame (and WebSocket message) in bytes")
 	fs.IntVar(&s.maxHeaders, "max-headers", stompframe.DefaultMaxHeaders, "most header lines per frame")
