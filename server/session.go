@@ -209,7 +209,7 @@ func (s *session) readLoop() (reason *CloseReason) {
 			s.drain()
 			return nil
 		}
-		now := time.Now()
+		now := s.conn.ReadTime()
 		s.lastRead.Store(now.UnixNano())
 		if typ == wsconn.MessageText && !utf8.Valid(msg) {
 			// RFC 6455 section 8.1: a text message that is not UTF-8

@@ -126,12 +126,13 @@ type Conn struct {
 	// Reader state, owned by the goroutine calling ReadMessage.
 	in       *[]byte // pooled buffer holding (*in)[r:w] unread; nil when empty
 	r, w     int
-	stash    []byte  // unread bytes kept while waiting with no pooled buffer
-	msg      *[]byte // a message assembled from fragments or too large for in
-	limit    int     // largest message ReadMessage returns
-	failed   error   // the error that ended reading; sticky
-	skip     int     // after a failure, payload bytes of the failed frame left to skip; -1: lost track
-	readErr  error   // result of the last read system call
+	stash    []byte    // unread bytes kept while waiting with no pooled buffer
+	msg      *[]byte   // a message assembled from fragments or too large for in
+	limit    int       // largest message ReadMessage returns
+	failed   error     // the error that ended reading; sticky
+	skip     int       // after a failure, payload bytes of the failed frame left to skip; -1: lost track
+	readErr  error     // result of the last read system call
+	readAt   time.Time // when the last read system call that returned bytes ended
 	readFn   func(fd uintptr) bool
 	pongDue  []byte // payload of the latest ping not yet answered
 	pongOwed bool
@@ -176,6 +177,12 @@ func (c *Conn) SetReadLimit(n int) { c.limit = n }
 // reader may be running f too (closing waits for reads on the descriptor
 // to end). It may write, and should not wait.
 func (c *Conn) SetBeforeWait(f func()) { c.beforeWait = f }
+
+// ReadTime returns when the last read system call that brought bytes in
+// ended: for the message ReadMessage last returned, when its last bytes
+// had arrived. Messages read together share it, which spares the caller a
+// clock read per message. Call it on the goroutine calling ReadMessage.
+func (c *Conn) ReadTime() time.Time { return c.readAt }
 
 // SetWriteTimeout bounds every frame write; zero means no bound.
 func (c *Conn) SetWriteTimeout(d time.Duration) {

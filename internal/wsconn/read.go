@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -415,6 +416,7 @@ func (c *Conn) fill(k int) error {
 		n, err := c.nc.Read((*c.in)[c.w:])
 		c.w += n
 		if n > 0 {
+			c.readAt = time.Now()
 			return nil
 		}
 		if err == nil {
@@ -465,6 +467,7 @@ func (c *Conn) readRaw(fd uintptr) bool {
 			c.readErr = io.EOF
 		default:
 			c.w += n
+			c.readAt = time.Now()
 		}
 		return true
 	}
