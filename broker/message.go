@@ -126,13 +126,26 @@ func versionIndex(v stompframe.Version) int {
 	return 2
 }
 
-// prepare encodes the shared part for v if it has not been yet.
+// tailSlack is room for escapes beyond the unescaped length of a tail:
+// sizing a tail exactly would scan every header for bytes to escape twice,
+// once to count and once to write.
+const tailSlack = 8
+
+// prepare encodes the shared part for v if it has not been yet. A tail
+// whose escapes overflowed the slack is copied to its exact size, so a
+// queued message never holds much more memory than the outbound bounds
+// count for it.
 func (m *Message) prepare(v stompframe.Version) {
 	i := versionIndex(v)
 	if m.tail[i] != nil {
 		return
 	}
-	m.tail[i] = m.appendTail(make([]byte, 0, m.tailLen(v)), v)
+	n := m.tailLen(stompframe.V10) // V10 escapes nothing
+	t := m.appendTail(make([]byte, 0, n+tailSlack), v)
+	if cap(t) > len(t)+tailSlack {
+		t = append(make([]byte, 0, len(t)), t...)
+	}
+	m.tail[i] = t
 }
 
 // appendTail appends the part of the MESSAGE frame that is the same for
