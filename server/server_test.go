@@ -19,7 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, stomptest.IgnoreUnsubscribeWaiter)
 }
 
 // TestGoStompClient drives the server with go-stomp's own client over a

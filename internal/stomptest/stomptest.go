@@ -19,6 +19,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
+	"go.uber.org/goleak"
 )
 
 // Timeout bounds every client step: a dial, a CONNECT, a RECEIPT, a
@@ -145,6 +146,13 @@ func Next(tb testing.TB, sub *stomp.Subscription) *stomp.Message {
 	}
 	return nil
 }
+
+// IgnoreUnsubscribeWaiter is the goleak option for what go-stomp v3.1.3
+// leaves behind when its Unsubscribe misses its wake-up (see Unsubscribe):
+// the goroutine it started to wait on the subscription's condition, which
+// nothing signals again. Packages whose tests call Unsubscribe pass it to
+// goleak.VerifyTestMain.
+var IgnoreUnsubscribeWaiter = goleak.IgnoreAnyFunction("github.com/go-stomp/stomp/v3.waitWithTimeout.func1")
 
 // Unsubscribe sends UNSUBSCRIBE for s and fails the test unless the
 // server's RECEIPT for it arrives.
