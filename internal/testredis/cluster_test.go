@@ -113,7 +113,12 @@ func TestClusterReplicasMoveFailover(t *testing.T) {
 	}
 	to.Resume()
 	c.WaitSettled(30 * time.Second)
-	if got := c.Replicas(replicas[0]); len(got) != 1 || got[0] != to {
-		t.Errorf("after Resume the old master is not the replica of the new one: replicas %v", got)
-	}
+	// The old master turns replica when it hears of the failover, and the
+	// node Replicas asks hears of that by gossip: wait for both.
+	poll.Until(t, 30*time.Second, func() error {
+		if got := c.Replicas(replicas[0]); len(got) != 1 || got[0] != to {
+			return fmt.Errorf("after Resume the old master is not the replica of the new one: replicas %v", got)
+		}
+		return nil
+	})
 }
