@@ -7,7 +7,7 @@
 // thread to look for work, which mostly finds none and sleeps again. On a
 // 2-core machine, relaying 100-byte messages one per WebSocket message at
 // about 90,000 a second, GOMAXPROCS=1 cut the server's CPU per message by
-// 10-15 %, at the same rate and latency. Capped at one processor, though,
+// 10-17 %, at the same rate and latency. Capped at one processor, though,
 // the server could not use the second core under a heavier load. Adapting
 // gives both: run on one processor while the load fits in it with room to
 // spare, and go back up as soon as it does not.
@@ -32,7 +32,7 @@ type Policy struct {
 	// limit.
 	Max int
 	// Raise: a tick that used more than Raise × the current processors
-	// (cores) goes to Max at once, so a burst waits at most one tick.
+	// (cores) goes to Max at once, so a burst waits about one tick.
 	Raise float64
 	// Lower: after LowerAfter ticks in a row that used less than Lower ×
 	// one processor fewer, the process gives one up.
@@ -48,7 +48,8 @@ func Default(max int) Policy {
 }
 
 // DefaultTick is how often Adapt reads the load: a burst that needs more
-// processors waits at most this long for them.
+// processors waits about this long for them (longer when one processor is
+// so busy that Adapt's own goroutine waits its turn).
 const DefaultTick = 100 * time.Millisecond
 
 // Next returns the processors to run on after a tick that used busy cores
