@@ -74,9 +74,10 @@ var (
 	running bool
 )
 
-// Adapt sets GOMAXPROCS every tick as policy says, starting from
-// policy.Max, until stop is called, which puts back the GOMAXPROCS found
-// at the start. changed, if not nil, is called with each new value. A Max
+// Adapt sets GOMAXPROCS every tick as policy says, starting from one
+// processor (a server starts idle, and a load that needs more gets them
+// after a tick), until stop is called, which puts back the GOMAXPROCS
+// found at the start. changed, if not nil, is called with each new value. A Max
 // of 1 or less does nothing. It is process-wide: while one runs, another
 // Adapt does nothing and its stop is a no-op.
 func Adapt(policy Policy, tick time.Duration, changed func(procs int)) (stop func()) {
@@ -96,8 +97,11 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int)) (stop fun
 		defer close(finished)
 		t := time.NewTicker(tick)
 		defer t.Stop()
-		cur, low := policy.Max, 0
+		cur, low := 1, 0
 		runtime.GOMAXPROCS(cur)
+		if cur != start && changed != nil {
+			changed(cur)
+		}
 		last, lastAt := procstat.SelfCPU(), time.Now()
 		for {
 			select {
