@@ -15,14 +15,21 @@ import (
 	"github.com/stompgate/stompgate/sessionlimit"
 )
 
-// held returns what the session with the given id holds in its outbound
-// queue, frames and bytes, including what its writer has in flight.
-func (ts *testServer) held(t *testing.T, id string) (frames, bytes int) {
+// session returns the open session id, or fails the test.
+func (ts *testServer) session(t *testing.T, id string) *session {
 	t.Helper()
 	s, ok := ts.reg.get(id)
 	if !ok {
 		t.Fatalf("session %s is not open", id)
 	}
+	return s
+}
+
+// held returns what the session with the given id holds in its outbound
+// queue, frames and bytes, including what its writer has in flight.
+func (ts *testServer) held(t *testing.T, id string) (frames, bytes int) {
+	t.Helper()
+	s := ts.session(t, id)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue) + s.inflight, s.queuedBytes + s.inflightB
@@ -163,7 +170,7 @@ func TestCommitChargesTheLimit(t *testing.T) {
 	if m := sub.Expect("MESSAGE"); string(m.Body) != "single" {
 		t.Fatalf("after the dropped COMMIT the subscriber got %q, want single", m.Body)
 	}
-	s, _ := ts.reg.get(pubID)
+	s := ts.session(t, pubID)
 	// CONNECT, 2 × (BEGIN, COMMIT), 26 SENDs: the 10 of the dropped
 	// transaction are the only drops.
 	if got := s.st.Counts(); got.Received != 31 || got.Passed != 21 || got.Dropped != 10 || got.Pending != 0 {

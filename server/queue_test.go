@@ -16,10 +16,7 @@ func TestQueuesAreReusedAcrossWrites(t *testing.T) {
 	ts := startServer(t, Config{})
 	sub := dialRaw(t, ts.url)
 	id := sub.Connect().Get("session")
-	s, ok := ts.reg.get(id)
-	if !ok {
-		t.Fatalf("session %s is not open", id)
-	}
+	s := ts.session(t, id)
 	var b broker.Batch
 	write := func() {
 		s.mu.Lock()

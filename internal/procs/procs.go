@@ -40,11 +40,11 @@ type Policy struct {
 	LowerAfter int
 }
 
-// Default is the policy for max processors: up past 85 % of what runs,
-// down when a second's load (10 ticks of DefaultTick) would fill less than
-// 80 % of one processor fewer.
-func Default(max int) Policy {
-	return Policy{Max: max, Raise: 0.85, Lower: 0.8, LowerAfter: 10}
+// Default is the policy for up to most processors: up past 85 % of what
+// runs, down when a second's load (10 ticks of DefaultTick) would fill
+// less than 80 % of one processor fewer.
+func Default(most int) Policy {
+	return Policy{Max: most, Raise: 0.85, Lower: 0.8, LowerAfter: 10}
 }
 
 // DefaultTick is how often Adapt reads the load: a burst that needs more

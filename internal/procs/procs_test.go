@@ -1,11 +1,14 @@
 package procs
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/internal/poll"
 )
 
 func TestNext(t *testing.T) {
@@ -39,17 +42,16 @@ func TestNext(t *testing.T) {
 // waitProcs waits until GOMAXPROCS is want or fails.
 func waitProcs(t *testing.T, want int, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for runtime.GOMAXPROCS(0) != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("GOMAXPROCS %d, want %d %s", runtime.GOMAXPROCS(0), want, what)
+	poll.Until(t, 20*time.Second, func() error {
+		if n := runtime.GOMAXPROCS(0); n != want {
+			return fmt.Errorf("GOMAXPROCS %d, want %d %s", n, want, what)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
-// TestAdaptFollowsTheLoad runs real load: an idle process comes down to
-// one processor, goroutines that keep the CPU busy bring it back up, and
+// TestAdaptFollowsTheLoad runs real load: an idle process is on one
+// processor, goroutines that keep the CPU busy bring it back up, and
 // stop puts back what it found.
 func TestAdaptFollowsTheLoad(t *testing.T) {
 	start := runtime.GOMAXPROCS(3)
