@@ -44,7 +44,9 @@ type Config struct {
 //	}
 //
 // An absent list means any destination; an empty list means none (see
-// interceptor.MatchDestination). Only the algorithms enabled by Config
+// interceptor.MatchDestination). User destinations ("/user/...") are the
+// exception: the server refuses a client SEND there unless a send pattern
+// starts with "/user/" itself (see server.UserPrefix). Only the algorithms enabled by Config
 // are accepted, each against its own kind of key (see AlgHS256); "none"
 // never is.
 //

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,13 +14,18 @@ import (
 )
 
 // loginStage names sessions after the login header, so that tests
-// have several sessions of one principal without tokens.
+// have several sessions of one principal without tokens. A "send"
+// header on CONNECT, when present, is the principal's comma-separated
+// send patterns (none: any destination).
 type loginStage struct{}
 
 func (loginStage) Handle(s *interceptor.Session, f *stompframe.Frame, _ time.Time) interceptor.Result {
 	if f.Command == stompframe.CommandConnect {
 		if l := f.Get("login"); l != "" {
 			s.Principal = &interceptor.Principal{Name: l}
+			if send, ok := f.Lookup("send"); ok {
+				s.Principal.Send = strings.Split(send, ",")
+			}
 		}
 	}
 	return interceptor.Continue()
@@ -73,16 +79,100 @@ func TestUserDestinations(t *testing.T) {
 			t.Fatalf("MESSAGE %v %q", m.Headers, m.Body)
 		}
 	}
-	// A client's SEND to a user destination is an ordinary SEND: bob
-	// writes to alice, and only alice reads it.
-	bob.Send("SEND\ndestination:/user/alice/queue/moves\n\nfrom bob\x00")
-	if m := alice1.Expect("MESSAGE"); string(m.Body) != "from bob" {
-		t.Fatalf("body %q", m.Body)
+	// The backend's MESSAGE carries no sender.
+	if _, n := ts.Publish(UserDestination("alice", "moves"), nil, []byte("again")); n != 2 {
+		t.Fatalf("delivered to %d sessions, want alice's 2", n)
+	}
+	for _, c := range []*rawClient{alice1, alice2} {
+		if m := c.Expect("MESSAGE"); m.Get(SenderHeader) != "" {
+			t.Fatalf("backend MESSAGE has %s %q, want none", SenderHeader, m.Get(SenderHeader))
+		}
+	}
+}
+
+// TestClientSendToUserDestination: a principal whose send patterns
+// name a user destination explicitly writes to another principal, and
+// the MESSAGE names the sender whatever sender header the client wrote.
+func TestClientSendToUserDestination(t *testing.T) {
+	ts := startServer(t, Config{Chain: loginChain()})
+	alice, bob := dialRaw(t, ts.url), dialRaw(t, ts.url)
+	connectAs(alice, "alice")
+	alice.Send("SUBSCRIBE\nid:q\ndestination:/user/queue/moves\nreceipt:r\n\n\x00")
+	alice.Expect("RECEIPT")
+	bob.Send("CONNECT\naccept-version:1.2\nhost:test\nlogin:bob\nsend:/topic/**,/user/*/queue/moves\nheart-beat:0,0\n\n\x00")
+	bob.Expect("CONNECTED")
+	bob.Send("SEND\ndestination:/user/alice/queue/moves\nsender:backend\nsender:alice\nkind:move\n\nfrom bob\x00")
+	m := alice.Expect("MESSAGE")
+	if string(m.Body) != "from bob" || m.Get("kind") != "move" || m.Get("destination") != "/user/queue/moves" {
+		t.Fatalf("MESSAGE %v %q", m.Headers, m.Body)
+	}
+	var senders []string
+	for _, h := range m.Headers {
+		if h.Name == SenderHeader {
+			senders = append(senders, h.Value)
+		}
+	}
+	if len(senders) != 1 || senders[0] != "bob" {
+		t.Fatalf("%s headers %q, want only [bob]", SenderHeader, senders)
 	}
 	// Bob gets nothing: his next frame is the receipt of a later frame.
 	bob.Send("SEND\ndestination:/topic/none\nreceipt:x\n\n\x00")
 	if r := bob.Expect("RECEIPT"); r.Get("receipt-id") != "x" {
 		t.Fatalf("receipt %v", r.Headers)
+	}
+	// A pattern for one queue does not open the others.
+	bob.Send("SEND\ndestination:/user/alice/queue/other\nreceipt:y\n\nx\x00")
+	if e := bob.Expect("ERROR"); e.Get("message") != "permission denied" {
+		t.Fatalf("ERROR %v", e.Headers)
+	}
+}
+
+// TestClientSendToUserDestinationRefused: without a send pattern that
+// names "/user/" literally, a client's SEND to a user destination is
+// refused with ERROR and a close, and the principal it names receives
+// nothing: the next MESSAGE it gets is the backend's.
+func TestClientSendToUserDestinationRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, connect string
+	}{
+		{"anonymous", "CONNECT\naccept-version:1.2\nhost:test\nheart-beat:0,0\n\n\x00"},
+		{"no send list", "CONNECT\naccept-version:1.2\nhost:test\nlogin:mallory\nheart-beat:0,0\n\n\x00"},
+		{"every destination", "CONNECT\naccept-version:1.2\nhost:test\nlogin:mallory\nsend:**\nheart-beat:0,0\n\n\x00"},
+		{"every slash destination", "CONNECT\naccept-version:1.2\nhost:test\nlogin:mallory\nsend:/**\nheart-beat:0,0\n\n\x00"},
+		{"wildcard before user", "CONNECT\naccept-version:1.2\nhost:test\nlogin:mallory\nsend:/*/alice/queue/moves\nheart-beat:0,0\n\n\x00"},
+	} {
+		for _, tx := range []bool{false, true} {
+			name := tc.name
+			if tx {
+				name += " in a transaction"
+			}
+			t.Run(name, func(t *testing.T) {
+				ts := startServer(t, Config{Chain: loginChain()})
+				alice, mallory := dialRaw(t, ts.url), dialRaw(t, ts.url)
+				connectAs(alice, "alice")
+				alice.Send("SUBSCRIBE\nid:q\ndestination:/user/queue/moves\nreceipt:r\n\n\x00")
+				alice.Expect("RECEIPT")
+				mallory.Send(tc.connect)
+				mallory.Expect("CONNECTED")
+				send := "SEND\ndestination:/user/alice/queue/moves\nreceipt:s\n\n{\"from\":\"backend\",\"type\":\"you-won\"}\x00"
+				if tx {
+					mallory.Send("BEGIN\ntransaction:t\n\n\x00")
+					send = strings.Replace(send, "receipt:s", "transaction:t\nreceipt:s", 1)
+				}
+				mallory.Send(send)
+				e := mallory.Expect("ERROR")
+				if e.Get("message") != "permission denied" || e.Get("receipt-id") != "s" {
+					t.Fatalf("ERROR %v", e.Headers)
+				}
+				mallory.ExpectClosed()
+				if _, n := ts.Publish(UserDestination("alice", "moves"), nil, []byte("backend")); n != 1 {
+					t.Fatalf("delivered to %d sessions, want 1", n)
+				}
+				if m := alice.Expect("MESSAGE"); string(m.Body) != "backend" {
+					t.Fatalf("alice got %q first, want the backend's message", m.Body)
+				}
+			})
+		}
 	}
 }
 

@@ -38,7 +38,10 @@
 //     convention.
 //   - User destinations (Spring's convention, see UserPrefix): SUBSCRIBE
 //     to "/user/queue/<name>" receives what is published to
-//     "/user/<principal>/queue/<name>", on every instance.
+//     "/user/<principal>/queue/<name>", on every instance. A client SEND
+//     to "/user/..." is refused (ERROR "permission denied") unless its
+//     principal's send patterns name "/user/" literally; what a client
+//     sends there carries SenderHeader, set by the server.
 //   - App destinations (Config.AppPrefix, "/app/"): a SEND there goes to
 //     Config.AppHandler, the program's backend, instead of subscribers;
 //     its RECEIPT follows the handler's success (see AppHandler).

@@ -273,6 +273,14 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 }
 
 func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
+	if dest := f.Get("destination"); strings.HasPrefix(dest, UserPrefix) {
+		if !s.mayPublishUser(dest) {
+			s.protocolError(frameError{kind: interceptor.RejectPermission, message: "permission denied",
+				detail: fmt.Sprintf("SEND to %q: user destinations are the backend's; a client needs a send pattern that starts with %s", dest, UserPrefix)}, receipt)
+			return true
+		}
+		s.stampSender(f)
+	}
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
 	if name, ok := f.Lookup("transaction"); ok {
 		tx := s.txs[name]

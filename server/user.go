@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // User destinations follow Spring's convention. A client SUBSCRIBEs to
@@ -14,11 +16,25 @@ import (
 // every instance, receives what is published there, and nobody else: a
 // client may not SUBSCRIBE to "/user/<someone>/..." itself. The MESSAGE
 // frames carry the destination the client subscribed to.
+//
+// User destinations are the backend's channel to one principal, so a
+// client may not SEND to them by default: only a principal whose send
+// patterns name the prefix literally (a pattern that starts with
+// "/user/", such as "/user/*/queue/chat") may, and a permission that
+// covers every destination (no send list, "**", "/**") does not. A
+// MESSAGE a client sent there carries SenderHeader, set by the server to
+// the sender's principal; a sender header the client wrote is replaced,
+// so a recipient tells a message from another client from the backend's
+// (which carries no SenderHeader unless the backend set one).
 const (
 	// UserPrefix starts every user destination.
 	UserPrefix = "/user/"
 	// userQueuePrefix is what a client subscribes to.
 	userQueuePrefix = UserPrefix + "queue/"
+	// SenderHeader names the principal that sent a MESSAGE on a user
+	// destination. The server sets it on every client SEND there and a
+	// client cannot forge it.
+	SenderHeader = "sender"
 )
 
 // UserDestination returns the destination that reaches the sessions of
@@ -47,6 +63,35 @@ func (s *session) userSubscription(dest string) (internal string, ok bool) {
 		return "", false
 	}
 	return UserDestination(s.principalName(), name), true
+}
+
+// mayPublishUser reports whether the session may SEND to dest, a user
+// destination: only when one of its principal's send patterns starts
+// with UserPrefix and matches dest (see UserPrefix).
+func (s *session) mayPublishUser(dest string) bool {
+	p := s.st.Principal
+	if p == nil {
+		return false
+	}
+	for _, pat := range p.Send {
+		if strings.HasPrefix(pat, UserPrefix) && interceptor.MatchDestination(pat, dest) {
+			return true
+		}
+	}
+	return false
+}
+
+// stampSender replaces every SenderHeader f carries with one naming
+// the session's principal. f is the decoded SEND; the message built
+// from it copies its headers.
+func (s *session) stampSender(f *stompframe.Frame) {
+	hs := f.Headers[:0]
+	for _, h := range f.Headers {
+		if h.Name != SenderHeader {
+			hs = append(hs, h)
+		}
+	}
+	f.Headers = append(hs, stompframe.Header{Name: SenderHeader, Value: s.principalName()})
 }
 
 // userSubscriber delivers messages of a user destination to its session
