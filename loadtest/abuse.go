@@ -56,10 +56,11 @@ const (
 	attackHTTPIdle    = "http-idle"
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
+	attackUserForge   = "user-forge"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackUserForge}
 
 // Abuse defaults, each with its reason.
 const (
@@ -261,6 +262,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackUserForge:
+		return &userForgeAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

@@ -169,6 +169,18 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		}
 		add(target, status, fmt.Sprintf("%s; bound %d × %d = %.0f msg/s", detail, cfg.sessionCap, cfg.sendLimit, bound))
 	}
+	target = "user-forge: no forged message reaches a user queue unmarked"
+	switch a := r.find(attackUserForge); {
+	case a == nil:
+		add(target, "n/a", "not run")
+	default:
+		sent, got, unmarked := a.Attacker.Figures[figForgedSent], a.Attacker.Figures[figForgedReceived], a.Attacker.Figures[figForgedUnmarked]
+		status := "pass"
+		if unmarked > 0 || sent == 0 {
+			status = "fail"
+		}
+		add(target, status, fmt.Sprintf("%.0f forged SENDs, %.0f received, %.0f without the server's sender header", sent, got, unmarked))
+	}
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

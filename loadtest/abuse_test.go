@@ -93,8 +93,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 5 {
-		t.Errorf("%d targets, want 5: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 6 {
+		t.Errorf("%d targets, want 6: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -159,7 +159,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	for _, tg := range ar.Targets {
 		switch {
 		case strings.HasPrefix(tg.Target, "honest subscribers stay connected"),
-			strings.HasPrefix(tg.Target, "receipts keeps server RSS"):
+			strings.HasPrefix(tg.Target, "receipts keeps server RSS"),
+			strings.HasPrefix(tg.Target, "user-forge"):
 			if tg.Status != "pass" {
 				t.Errorf("target %q: %s (%s), want pass", tg.Target, tg.Status, tg.Detail)
 			}
@@ -191,31 +192,36 @@ func TestAbuseJudge(t *testing.T) {
 	perIP := func(rate float64) attackResult {
 		return attackResult{Name: attackPerIP, Attacker: attackerReport{Figures: map[string]float64{figSessionsHeld: 12, figDeliveredEnd: rate}}}
 	}
+	forge := func(sent, received, unmarked float64) attackResult {
+		return attackResult{Name: attackUserForge, Attacker: attackerReport{Figures: map[string]float64{
+			figForgedSent: sent, figForgedReceived: received, figForgedUnmarked: unmarked}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
-			perIP(99),
-		}, []string{"pass", "pass", "pass", "pass", "pass"}},
+			perIP(99), forge(40, 3, 0),
+		}, []string{"pass", "pass", "pass", "pass", "pass", "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
-			perIP(101),
-		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+			perIP(101), forge(40, 40, 1),
+		}, []string{"fail", "fail", "fail", "fail", "fail", "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackUserForge, Error: "refused"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -81,6 +81,9 @@ type stompConn struct {
 	wbuf    []byte // outbound message under construction, reused
 	// lastType is the WebSocket type of the last inbound message.
 	lastType websocket.MessageType
+	// userName is the CONNECTED frame's user-name header: the session's
+	// principal.
+	userName string
 }
 
 // errorFrame is a STOMP ERROR frame received from the server.
@@ -173,6 +176,9 @@ func (c *stompConn) await(ctx context.Context, command string, ids ...string) (s
 			case command == stompframe.CommandReceipt && !slices.Contains(ids, f.Get("receipt-id")):
 			default:
 				v := f.Get("version")
+				if f.Command == stompframe.CommandConnected {
+					c.userName = f.Get("user-name")
+				}
 				// Drain the rest of the message so the Decoder lets go of it.
 				for g, _ := c.dec.Next(); g != nil; g, _ = c.dec.Next() {
 				}
