@@ -91,11 +91,12 @@ type Metrics struct {
 	// prefixes are the configured destination prefixes, longest first;
 	// delivered[i] counts prefixes[i] and delivered[len(prefixes)] counts
 	// "other".
-	prefixes     []string
-	delivered    []prometheus.Counter
-	slowConsumer prometheus.Counter
-	panics       prometheus.Counter
-	readerPauses prometheus.Counter
+	prefixes         []string
+	delivered        []prometheus.Counter
+	slowConsumer     prometheus.Counter
+	panics           prometheus.Counter
+	readerPauses     prometheus.Counter
+	heartBeatsCapped prometheus.Counter
 
 	relay   relayMetrics
 	caps    capMetrics

@@ -24,6 +24,17 @@ func (m *Metrics) buildSessions(b *builder) {
 		"Panics recovered at the session boundary; each one closed its session.")
 	m.readerPauses = b.counter("stompgate_reader_pauses_total",
 		"Times a session stopped reading because its own replies (RECEIPTs) filled its outbound bounds; it resumes when the client reads.")
+	m.heartBeatsCapped = b.counter("stompgate_heartbeat_offers_capped_total",
+		"CONNECTs whose heart-beat offer had a part above the server's bound (-max-heart-beat), treated as none: such sessions are checked with WebSocket pings.")
+}
+
+// HeartBeatCapped counts a CONNECT whose heart-beat offer was above the
+// bound (stompgate_heartbeat_offers_capped_total).
+func (m *Metrics) HeartBeatCapped() {
+	if m == nil {
+		return
+	}
+	m.heartBeatsCapped.Inc()
 }
 
 // ReaderPaused counts a session that stopped reading until its client

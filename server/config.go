@@ -28,6 +28,13 @@ const (
 	// DefaultHeartBeatTolerance is added to the negotiated incoming
 	// interval before a silent client is closed: networks delay frames.
 	DefaultHeartBeatTolerance = 5 * time.Second
+	// DefaultMaxHeartBeat bounds each part of a client's heart-beat
+	// offer. Client libraries offer 4 to 60 s (stomp.js 10 s); a client
+	// that offers to send only every few minutes is a dead peer the
+	// server would not notice for that long, holding its session, its
+	// caps and its subscriptions. Two minutes is twice the longest offer
+	// seen in practice.
+	DefaultMaxHeartBeat = 2 * time.Minute
 	// DefaultOutboundQueue is the per-session outbound queue capacity in
 	// frames. At the default send limit of 20/s per publisher a reader
 	// that is 1,000 frames behind is not keeping up.
@@ -100,6 +107,14 @@ type Config struct {
 	// none are watched with WebSocket pings (PingInterval); wsserver
 	// offers DefaultHeartBeat each way. Negative is an error.
 	HeartBeatSend, HeartBeatReceive time.Duration
+	// MaxHeartBeat bounds each part of a client's CONNECT heart-beat
+	// offer: a part above it is treated as 0, none. A client that offers
+	// to send heart-beats only every 24 days is checked with WebSocket
+	// pings like one that offers none (see PingInterval), and one that
+	// asks for them that rarely gets none. Each capped offer is reported
+	// to Observer.HeartBeatCapped. Default DefaultMaxHeartBeat; negative
+	// is an error.
+	MaxHeartBeat time.Duration
 	// HeartBeatTolerance is added to the negotiated incoming interval
 	// before a silent client is closed. Default
 	// DefaultHeartBeatTolerance; negative is an error.
@@ -209,6 +224,9 @@ type Observer interface {
 	// because the session's own replies filled its outbound bounds; it
 	// resumes when the client reads them.
 	ReaderPaused()
+	// HeartBeatCapped reports a CONNECT whose heart-beat offer had a
+	// part above Config.MaxHeartBeat, treated as none.
+	HeartBeatCapped()
 }
 
 type nopObserver struct{}
@@ -221,6 +239,7 @@ func (nopObserver) SlowConsumerDisconnect()    {}
 func (nopObserver) ProtocolErrorClose(string)  {}
 func (nopObserver) Panic()                     {}
 func (nopObserver) ReaderPaused()              {}
+func (nopObserver) HeartBeatCapped()           {}
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {
@@ -235,6 +254,7 @@ func (c Config) withDefaults() (Config, error) {
 	}{
 		{"ConnectTimeout", &c.ConnectTimeout, DefaultConnectTimeout},
 		{"HeartBeatTolerance", &c.HeartBeatTolerance, DefaultHeartBeatTolerance},
+		{"MaxHeartBeat", &c.MaxHeartBeat, DefaultMaxHeartBeat},
 		{"WriteTimeout", &c.WriteTimeout, DefaultWriteTimeout},
 		{"ControlWindow", &c.ControlWindow, DefaultControlWindow},
 		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},

@@ -252,6 +252,10 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 		s.protocolError(malformed("invalid heart-beat", err.Error()), "")
 		return true
 	}
+	if bound := s.srv.cfg.MaxHeartBeat; cx > bound || cy > bound {
+		cx, cy = capHeartBeat(cx, bound), capHeartBeat(cy, bound)
+		s.srv.cfg.Observer.HeartBeatCapped()
+	}
 	s.mu.Lock()
 	s.version = v
 	s.mu.Unlock()

@@ -25,6 +25,15 @@ func parseHeartBeat(v string) (x, y time.Duration, err error) {
 	return time.Duration(ai) * time.Millisecond, time.Duration(bi) * time.Millisecond, nil
 }
 
+// capHeartBeat is one part of a client's heart-beat offer under bound:
+// itself, or 0 (none) when above it.
+func capHeartBeat(d, bound time.Duration) time.Duration {
+	if d > bound {
+		return 0
+	}
+	return d
+}
+
 // negotiate returns the interval at which one side must send heart-beats:
 // zero if either side declines, else the larger of what the sender can do
 // and what the receiver wants.

@@ -59,6 +59,7 @@ type countingObserver struct {
 	protocol  map[string]int
 	panics    int
 	paused    int
+	hbCapped  int
 }
 
 func (o *countingObserver) SessionOpened()             { o.mu.Lock(); o.opened++; o.mu.Unlock() }
@@ -75,8 +76,9 @@ func (o *countingObserver) ProtocolErrorClose(k string) {
 	o.protocol[k]++
 	o.mu.Unlock()
 }
-func (o *countingObserver) Panic()        { o.mu.Lock(); o.panics++; o.mu.Unlock() }
-func (o *countingObserver) ReaderPaused() { o.mu.Lock(); o.paused++; o.mu.Unlock() }
+func (o *countingObserver) Panic()           { o.mu.Lock(); o.panics++; o.mu.Unlock() }
+func (o *countingObserver) ReaderPaused()    { o.mu.Lock(); o.paused++; o.mu.Unlock() }
+func (o *countingObserver) HeartBeatCapped() { o.mu.Lock(); o.hbCapped++; o.mu.Unlock() }
 
 func (o *countingObserver) closedCount(reason *CloseReason) int {
 	o.mu.Lock()

@@ -188,3 +188,56 @@ func TestPingConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestHeartBeatOfferCapped runs the attack for real: a CONNECT offering
+// heart-beats every 24.8 days (the largest a header allows), then
+// silence. Without a bound the server would wait that long before
+// checking; over Config.MaxHeartBeat the offer counts as none, so the
+// session is pinged and, never answering, ends as ping_timeout. An offer
+// under the bound is kept: that session is checked by its heart-beats.
+func TestHeartBeatOfferCapped(t *testing.T) {
+	ts := startServer(t, Config{PingInterval: 50 * time.Millisecond, PingTimeout: 100 * time.Millisecond,
+		HeartBeatReceive: time.Second, MaxHeartBeat: time.Minute})
+	const silent = 3
+	for range silent {
+		c := dialRaw(t, ts.url)
+		c.Send("CONNECT\naccept-version:1.2\nhost:test\nheart-beat:2147483647,0\n\n\x00")
+		c.Expect("CONNECTED")
+	}
+	honest := dialRaw(t, ts.url)
+	honest.Send("CONNECT\naccept-version:1.2\nhost:test\nheart-beat:60000,0\n\n\x00")
+	honest.Expect("CONNECTED")
+	poll.Until(t, 10*time.Second, func() error {
+		if got := ts.obs.closedCount(ClosePingTimeout); got != silent {
+			return fmt.Errorf("%d sessions closed as %s, want %d", got, ClosePingTimeout, silent)
+		}
+		return nil
+	})
+	ts.obs.mu.Lock()
+	capped := ts.obs.hbCapped
+	ts.obs.mu.Unlock()
+	if capped != silent {
+		t.Errorf("HeartBeatCapped reported %d times, want %d", capped, silent)
+	}
+	// The session under the bound negotiated 60 s: not pinged, still open.
+	if got := ts.Sessions(); got != 1 {
+		t.Errorf("open sessions %d, want 1 (the offer under the bound)", got)
+	}
+}
+
+func TestCapHeartBeat(t *testing.T) {
+	const bound = time.Minute
+	for _, tt := range []struct {
+		in, want time.Duration
+	}{
+		{0, 0},
+		{10 * time.Second, 10 * time.Second},
+		{bound, bound},
+		{bound + time.Millisecond, 0},
+		{2147483647 * time.Millisecond, 0},
+	} {
+		if got := capHeartBeat(tt.in, bound); got != tt.want {
+			t.Errorf("capHeartBeat(%v, %v) = %v, want %v", tt.in, bound, got, tt.want)
+		}
+	}
+}

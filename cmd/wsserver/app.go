@@ -125,6 +125,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		HeartBeatSend:        st.heartBeatSend,
 		HeartBeatReceive:     st.heartBeatRecv,
 		HeartBeatTolerance:   st.heartBeatTol,
+		MaxHeartBeat:         st.maxHeartBeat,
 		OutboundQueue:        st.outboundQueue,
 		OutboundBytes:        st.outboundBytes,
 		MaxTransactions:      st.maxTx,

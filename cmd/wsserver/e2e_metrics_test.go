@@ -139,6 +139,8 @@ func TestSettingErrors(t *testing.T) {
 		{"WebSocket path with a brace", []string{"-ws-path", "/ws/{id"}, nil, "-ws-path"},
 		{"unknown algorithm in env", nil, map[string]string{"WSSERVER_SEND_LIMIT_ALGORITHM": "nope"}, "send-limit-algorithm"},
 		{"zero heart-beat tolerance", []string{"-heart-beat-tolerance", "0s"}, nil, "-heart-beat-tolerance"},
+		{"zero heart-beat bound", []string{"-max-heart-beat", "0s"}, nil, "-max-heart-beat"},
+		{"heart-beat bound below the server's", []string{"-max-heart-beat", "5s", "-heart-beat-receive", "10s"}, nil, "-max-heart-beat"},
 		{"negative heart-beat send", []string{"-heart-beat-send", "-1s"}, nil, "-heart-beat-send"},
 		{"negative heart-beat receive in env", nil, map[string]string{"WSSERVER_HEART_BEAT_RECEIVE": "-5s"}, "heart-beat-receive"},
 		{"origin pattern that is not a pattern", []string{"-allowed-origins", "good.example,["}, nil, "-allowed-origins"},
@@ -243,6 +245,7 @@ var operatorSettings = []string{
 	"ping-interval", "ping-timeout", "max-sessions-per-principal", "session-lease-ttl", "redis-timeout",
 	"admin-addr", "pprof", "demo", "adaptive-procs",
 	"jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
+	"max-heart-beat",
 }
 
 // TestHelpListsEnv checks that -h prints every setting with its

@@ -42,6 +42,7 @@ type settings struct {
 	heartBeatSend    time.Duration
 	heartBeatRecv    time.Duration
 	heartBeatTol     time.Duration
+	maxHeartBeat     time.Duration
 	outboundQueue    int
 	outboundBytes    int
 	maxTx            int
@@ -115,6 +116,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.heartBeatSend, "heart-beat-send", server.DefaultHeartBeat, "interval at which the server can send heart-beats (0: never, as in STOMP)")
 	fs.DurationVar(&s.heartBeatRecv, "heart-beat-receive", server.DefaultHeartBeat, "interval at which the server wants heart-beats (0: never, as in STOMP; such sessions get WebSocket pings)")
 	fs.DurationVar(&s.heartBeatTol, "heart-beat-tolerance", server.DefaultHeartBeatTolerance, "added to the negotiated interval before a silent client is closed")
+	fs.DurationVar(&s.maxHeartBeat, "max-heart-beat", server.DefaultMaxHeartBeat, "longest heart-beat interval a client may offer or ask for; a longer one counts as none (the session gets WebSocket pings)")
 	fs.IntVar(&s.outboundQueue, "outbound-queue", server.DefaultOutboundQueue, "per-session outbound queue in frames; a session whose queue fills is closed as a slow consumer")
 	fs.IntVar(&s.outboundBytes, "outbound-bytes", server.DefaultOutboundBytes, "per-session outbound queue in bytes; a MESSAGE that does not fit closes the session as a slow consumer, a RECEIPT makes the session stop reading until its client reads")
 	fs.IntVar(&s.maxTx, "max-transactions", server.DefaultMaxTransactions, "most open transactions per session")

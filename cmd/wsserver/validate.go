@@ -59,6 +59,7 @@ func (s *settings) validate() error {
 		{"shutdown-timeout", s.shutdownTimeout, true},
 		{"connect-timeout", s.connectTimeout, true},
 		{"heart-beat-tolerance", s.heartBeatTol, true},
+		{"max-heart-beat", s.maxHeartBeat, true},
 		{"heart-beat-send", s.heartBeatSend, false},
 		{"heart-beat-receive", s.heartBeatRecv, false},
 		{"write-timeout", s.writeTimeout, true},
@@ -75,6 +76,9 @@ func (s *settings) validate() error {
 		case c.v < 0:
 			return badSetting(c.name, c.v, "must not be negative")
 		}
+	}
+	if hb := max(s.heartBeatSend, s.heartBeatRecv); s.maxHeartBeat < hb {
+		return badSetting("max-heart-beat", s.maxHeartBeat, fmt.Sprintf("is below the server's own heart-beat (%v): a client offering it would count as offering none", hb))
 	}
 	if err := s.validateAdmin(); err != nil {
 		return err
