@@ -44,6 +44,7 @@ func (s CapScope) String() string { return labelOf(capScopeLabels[:], s) }
 // per-principal one.
 type capMetrics struct {
 	leases      [numCapScopes]prometheus.Gauge
+	displaced   [numCapScopes]prometheus.Counter
 	storeErrors prometheus.Counter
 	restored    prometheus.Counter
 	fallback    prometheus.Gauge
@@ -53,6 +54,9 @@ func (m *Metrics) buildSessionCaps(b *builder) {
 	leases := b.gaugeVec("stompgate_session_cap_leases",
 		"Session slots this instance holds in the session caps, by scope (ip, principal).", "scope")
 	resolve(m.caps.leases[:], capScopeLabels[:], leases.WithLabelValues)
+	displaced := b.counterVec("stompgate_session_cap_displaced_total",
+		"Sessions that lost their slot to a newer session of the same key at the cap, by scope (-session-cap-displace).", "scope")
+	resolve(m.caps.displaced[:], capScopeLabels[:], displaced.WithLabelValues)
 	m.caps.storeErrors = b.counter("stompgate_session_cap_store_errors_total",
 		"Redis calls of the session caps that failed (acquire, release, renewal, probe).")
 	m.caps.restored = b.counter("stompgate_session_cap_leases_restored_total",
@@ -68,6 +72,15 @@ func (m *Metrics) SessionCapAcquired(s CapScope) {
 		return
 	}
 	m.caps.leases[known(capScopeLabels[:], s)].Inc()
+}
+
+// SessionCapDisplaced counts n sessions of scope that a newer one
+// displaced at the cap (stompgate_session_cap_displaced_total{scope}).
+func (m *Metrics) SessionCapDisplaced(s CapScope, n int) {
+	if m == nil {
+		return
+	}
+	m.caps.displaced[known(capScopeLabels[:], s)].Add(float64(n))
 }
 
 // SessionCapReleased counts a slot given back in scope

@@ -24,7 +24,20 @@
 //	<prefix>cap:{<scope>:<name>}
 //
 // wholly inside a hash tag, so it works on Redis Cluster; every command
-// touches one key.
+// touches one key. A member is the lease's birth time in Redis ms (13
+// digits), the instance's lease id and the owning session's id, joined by
+// '|': byte order is age order across instances.
+//
+// # Displacement
+//
+// A cap that refuses the newest session lets whoever holds a leaked
+// token open Max times lock its owner out. With PrincipalConfig.Displace
+// the newest session is admitted instead and the oldest ends: the acquire
+// script drops the oldest members (the first in byte order) to make room
+// and returns them; the stage asks PrincipalConfig.Disconnect to end their
+// owners, here or on the instance that holds them. Deciding alone (no
+// Redis, or in fallback), the stage hands the slot of its own oldest
+// session of the principal to the new one.
 //
 // A lease lives LeaseTTL (DefaultLeaseTTL, 15 s) unless renewed. The
 // RedisStore's renewer goroutine extends every lease this instance holds,

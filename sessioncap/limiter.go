@@ -66,6 +66,9 @@ type Observer interface {
 	Released(scope string)
 	// Fallback reports entering (true) or leaving (false) fallback mode.
 	Fallback(active bool)
+	// Displaced reports n sessions of scope that lost their slot to a
+	// newer session of the same key (see PrincipalConfig.Displace).
+	Displaced(scope string, n int)
 }
 
 // Config configures a Limiter. The zero value works: sessions are counted
@@ -165,48 +168,67 @@ func New(cfg Config) (*Limiter, error) {
 // whose Decision is allowed must be given to Release when its session
 // ends.
 func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lease, Decision, error) {
+	lease, d, _, err := l.AcquireFor(ctx, scope, name, max, "", false)
+	return lease, d, err
+}
+
+// AcquireFor is Acquire for a session that owner names (its id). With
+// displace, a key that Redis finds at max makes room by dropping its
+// oldest leases instead of refusing, and returns their owners, which the
+// caller ends wherever they run. Deciding on this instance's own count (no Redis, or in
+// fallback) never displaces: the caller, which knows its own sessions,
+// does that (see PrincipalStage).
+func (l *Limiter) AcquireFor(ctx context.Context, scope, name string, max int, owner string, displace bool) (Lease, Decision, []string, error) {
 	if name == "" {
-		return Lease{}, Decision{}, ErrEmptyKey
+		return Lease{}, Decision{}, nil, ErrEmptyKey
 	}
 	if max < 1 {
-		return Lease{}, Decision{}, ErrInvalidMax
+		return Lease{}, Decision{}, nil, ErrInvalidMax
 	}
 	key := scope + ":" + name
 	if l.redis != nil {
 		var (
-			id   string
-			held int
-			ok   bool
+			id        string
+			held      int
+			ok        bool
+			displaced []string
 		)
 		useFallback, err := l.fallback.Try(ctx, l.now(), func() (err error) {
-			id, held, ok, err = l.redis.Acquire(ctx, key, max)
+			id, held, ok, displaced, err = l.redis.AcquireFor(ctx, key, max, owner, displace)
 			return err
 		})
 		if err != nil {
-			return Lease{}, Decision{}, err
+			return Lease{}, Decision{}, nil, err
 		}
 		if !useFallback {
 			d := Decision{Allowed: ok, Held: held, Store: StoreRedis}
 			l.observer.Decision(scope, d)
+			if len(displaced) > 0 {
+				l.observer.Displaced(scope, len(displaced))
+			}
 			if !ok {
-				return Lease{}, d, nil
+				return Lease{}, d, nil, nil
 			}
 			l.memory.Add(key)
-			return Lease{scope: scope, key: key, id: id}, d, nil
+			owners := make([]string, 0, len(displaced))
+			for _, m := range displaced {
+				owners = append(owners, LeaseOwner(m))
+			}
+			return Lease{scope: scope, key: key, id: id}, d, owners, nil
 		}
 		if l.failClosed {
 			d := Decision{Store: StoreNone}
 			l.observer.Decision(scope, d)
-			return Lease{}, d, nil
+			return Lease{}, d, nil, nil
 		}
 	}
 	held, ok := l.memory.TryAcquire(key, max)
 	d := Decision{Allowed: ok, Held: held, Store: StoreMemory}
 	l.observer.Decision(scope, d)
 	if !ok {
-		return Lease{}, d, nil
+		return Lease{}, d, nil, nil
 	}
-	return Lease{scope: scope, key: key}, d, nil
+	return Lease{scope: scope, key: key}, d, nil, nil
 }
 
 // Release gives back the slot lease holds. The Redis part is bounded by
@@ -250,5 +272,6 @@ type nopObserver struct{}
 func (nopObserver) Decision(string, Decision) {}
 func (nopObserver) Released(string)           {}
 func (nopObserver) Fallback(bool)             {}
+func (nopObserver) Displaced(string, int)     {}
 func (nopObserver) StoreError(error)          {}
 func (nopObserver) LeasesRestored(int)        {}

@@ -171,25 +171,51 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 // leases key held before. The call is bounded by Timeout; on any Redis
 // error it returns the error and no decision.
 func (s *RedisStore) Acquire(ctx context.Context, key string, max int) (id string, held int, ok bool, err error) {
+	id, held, ok, _, err = s.AcquireFor(ctx, key, max, "", false)
+	return id, held, ok, err
+}
+
+// AcquireFor is Acquire for a lease that names its owner (a session id,
+// which must not contain '|'), so that another instance can tell whose
+// lease it displaced. With displace, a key at max does not refuse: its
+// oldest leases, by the Redis time they were taken, are dropped to make
+// room, and displaced holds their ids (see LeaseOwner); each owner should
+// then be ended, wherever it runs.
+func (s *RedisStore) AcquireFor(ctx context.Context, key string, max int, owner string, displace bool) (id string, held int, ok bool, displaced []string, err error) {
 	if key == "" {
-		return "", 0, false, ErrEmptyKey
+		return "", 0, false, nil, ErrEmptyKey
 	}
 	if max < 1 {
-		return "", 0, false, ErrInvalidMax
+		return "", 0, false, nil, ErrInvalidMax
 	}
-	id = s.instance + ":" + strconv.FormatUint(s.next.Add(1), 36)
+	self := s.instance + ":" + strconv.FormatUint(s.next.Add(1), 36) + "|" + owner
+	flag := "0"
+	if displace {
+		flag = "1"
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	vals, err := acquireScript.Run(ctx, s.client, []string{s.setKey(key)}, max, s.ttl.Milliseconds(), id).Int64Slice()
+	vals, err := acquireScript.Run(ctx, s.client, []string{s.setKey(key)}, max, s.ttl.Milliseconds(), self, flag).Slice()
 	if err != nil {
 		fallback.FollowCluster(s.client)
-		return "", 0, false, fmt.Errorf("sessioncap: redis acquire: %w", err)
+		return "", 0, false, nil, fmt.Errorf("sessioncap: redis acquire: %w", err)
 	}
-	if len(vals) != 2 {
-		return "", 0, false, fmt.Errorf("sessioncap: redis acquire: script returned %d values, want 2", len(vals))
+	if len(vals) < 2 {
+		return "", 0, false, nil, fmt.Errorf("sessioncap: redis acquire: script returned %d values, want 2 or more", len(vals))
 	}
-	if vals[0] != 1 {
-		return "", int(vals[1]), false, nil
+	acquired, _ := vals[0].(int64)
+	n, _ := vals[1].(int64)
+	if acquired != 1 {
+		return "", int(n), false, nil, nil
+	}
+	if len(vals) < 3 {
+		return "", 0, false, nil, fmt.Errorf("sessioncap: redis acquire: script returned no lease id")
+	}
+	id, _ = vals[2].(string)
+	for _, v := range vals[3:] {
+		if m, ok := v.(string); ok {
+			displaced = append(displaced, m)
+		}
 	}
 	s.mu.Lock()
 	ids := s.live[key]
@@ -199,7 +225,16 @@ func (s *RedisStore) Acquire(ctx context.Context, key string, max int) (id strin
 	}
 	ids[id] = struct{}{}
 	s.mu.Unlock()
-	return id, int(vals[1]), true, nil
+	return id, int(n), true, displaced, nil
+}
+
+// LeaseOwner returns the owner AcquireFor recorded in lease id, empty
+// when there is none.
+func LeaseOwner(id string) string {
+	if i := strings.LastIndexByte(id, '|'); i >= 0 && strings.Count(id, "|") >= 2 {
+		return id[i+1:]
+	}
+	return ""
 }
 
 // Release gives back the lease id of key. The lease stops being renewed

@@ -23,10 +23,17 @@ type countingObserver struct {
 	errs      int
 	restored  int
 	fallback  []bool
+	displaced map[string]int
 }
 
 func newCountingObserver() *countingObserver {
-	return &countingObserver{decisions: map[string][]Decision{}, released: map[string]int{}}
+	return &countingObserver{decisions: map[string][]Decision{}, released: map[string]int{}, displaced: map[string]int{}}
+}
+
+func (o *countingObserver) Displaced(scope string, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.displaced[scope] += n
 }
 
 func (o *countingObserver) Decision(scope string, d Decision) {

@@ -1,10 +1,13 @@
 package sessioncap
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -67,5 +70,89 @@ func TestPrincipalStage(t *testing.T) {
 	}
 	if _, err := NewPrincipalStage(PrincipalConfig{Limiter: l}); err == nil {
 		t.Error("NewPrincipalStage with Max 0: no error")
+	}
+}
+
+// TestPrincipalStageDisplaces: at the cap, with Displace, a new session
+// takes the slot of the principal's oldest, which Disconnect is asked to
+// end; the oldest's own close then gives nothing back, and the count
+// stays at the cap.
+func TestPrincipalStageDisplaces(t *testing.T) {
+	t.Parallel()
+	l := newTestLimiter(t, "", false, nil)
+	var ended []string
+	st, err := NewPrincipalStage(PrincipalConfig{Limiter: l, Max: 2, Displace: true,
+		Disconnect: func(id string) { ended = append(ended, id) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	connect := &stompframe.Frame{Command: stompframe.CommandConnect}
+	t0 := time.Unix(0, 0)
+	var ss []*interceptor.Session
+	for i := range 4 {
+		s := &interceptor.Session{ID: fmt.Sprintf("s%d", i), Principal: &interceptor.Principal{Name: "alice"}}
+		if r := st.Handle(s, connect, t0); r.Outcome != interceptor.Pass {
+			t.Fatalf("CONNECT %d = %+v, want pass", i, r)
+		}
+		ss = append(ss, s)
+	}
+	if got := strings.Join(ended, ","); got != "s0,s1" {
+		t.Fatalf("displaced %q, want s0,s1 (the oldest first)", got)
+	}
+	for _, s := range ss[:2] {
+		st.SessionClosed(s)
+	}
+	if n := l.Held(ScopePrincipal, "alice"); n != 2 {
+		t.Fatalf("after the displaced sessions closed alice holds %d, want 2", n)
+	}
+	st.SessionClosed(ss[2])
+	if n := l.Held(ScopePrincipal, "alice"); n != 1 {
+		t.Fatalf("after a close alice holds %d, want 1", n)
+	}
+	if _, err := NewPrincipalStage(PrincipalConfig{Limiter: l, Max: 1, Displace: true}); err == nil {
+		t.Error("Displace without Disconnect: no error")
+	}
+}
+
+// TestRedisStoreDisplaces: with displace, a key at max drops its oldest
+// lease, by Redis time whichever store took it, and names its owner.
+func TestRedisStoreDisplaces(t *testing.T) {
+	t.Parallel()
+	srv := testredis.Start(t)
+	a := newTestRedisStore(t, srv.URL(), RedisConfig{})
+	b := newTestRedisStore(t, srv.URL(), RedisConfig{})
+	ctx := t.Context()
+	const key = "principal:alice"
+	for i, s := range []*RedisStore{b, a} {
+		if _, _, ok, d, err := s.AcquireFor(ctx, key, 2, fmt.Sprintf("s%d", i), true); err != nil || !ok || len(d) != 0 {
+			t.Fatalf("acquire %d: %v, displaced %q, %v", i, ok, d, err)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct birth times in ms
+	}
+	id, held, ok, displaced, err := a.AcquireFor(ctx, key, 2, "s2", true)
+	if err != nil || !ok || held != 2 || len(displaced) != 1 || LeaseOwner(displaced[0]) != "s0" {
+		t.Fatalf("acquire at the cap = %q, held %d, %v, displaced %q, %v; want allowed, s0 displaced", id, held, ok, displaced, err)
+	}
+	if LeaseOwner(id) != "s2" {
+		t.Errorf("LeaseOwner(%q) = %q, want s2", id, LeaseOwner(id))
+	}
+	if n, err := a.Held(ctx, key); err != nil || n != 2 {
+		t.Errorf("Held = %d, %v; want 2", n, err)
+	}
+	if _, _, ok, _, err := b.AcquireFor(ctx, key, 2, "s3", false); err != nil || ok {
+		t.Errorf("acquire at the cap without displace = %v, %v; want refused", ok, err)
+	}
+}
+
+func TestLeaseOwner(t *testing.T) {
+	for _, tt := range []struct{ id, want string }{
+		{"1764201600000|inst:1|SESSION", "SESSION"},
+		{"1764201600000|inst:1|", ""},
+		{"inst:1", ""},
+		{"", ""},
+	} {
+		if got := LeaseOwner(tt.id); got != tt.want {
+			t.Errorf("LeaseOwner(%q) = %q, want %q", tt.id, got, tt.want)
+		}
 	}
 }

@@ -99,7 +99,8 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err := a.newSessionCaps(st, logger); err != nil {
 		return nil, err
 	}
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, logger)
+	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -196,8 +197,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 // records its escalation bans there and the PrincipalStage checks the
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
-// -jwt-jwks-url. caps holds the per-principal session cap.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, logger *slog.Logger) (*interceptor.Chain, error) {
+// -jwt-jwks-url. caps holds the per-principal session cap, displaced
+// ends the sessions it displaces.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -227,7 +229,7 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
 	}
 	stages := []interceptor.Stage{principal}
-	capStage, err := principalCapStage(st, caps)
+	capStage, err := principalCapStage(st, caps, displaced)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
@@ -62,16 +64,43 @@ func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, logger *sl
 }
 
 // principalCapStage is the per-principal cap for the chain, right after
-// the principal stage, or nil with -max-sessions-per-principal 0.
-func principalCapStage(st *settings, caps *sessioncap.Limiter) (interceptor.Stage, error) {
+// the principal stage, or nil with -max-sessions-per-principal 0. With
+// -session-cap-displace, disconnect ends the sessions it displaces.
+func principalCapStage(st *settings, caps *sessioncap.Limiter, disconnect func(sessionID string)) (interceptor.Stage, error) {
 	if st.maxSessionsPerPrincipal == 0 {
 		return nil, nil
 	}
-	s, err := sessioncap.NewPrincipalStage(sessioncap.PrincipalConfig{Limiter: caps, Max: st.maxSessionsPerPrincipal})
+	s, err := sessioncap.NewPrincipalStage(sessioncap.PrincipalConfig{
+		Limiter:    caps,
+		Max:        st.maxSessionsPerPrincipal,
+		Displace:   st.sessionCapDisplace,
+		Disconnect: disconnect,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("-max-sessions-per-principal: %w", err)
 	}
 	return s, nil
+}
+
+// displacedDetail is the ERROR body of a session that a newer session of
+// its principal displaced at the cap.
+const displacedDetail = "a newer session of this principal took this one's place (-max-sessions-per-principal)"
+
+// disconnectDisplaced ends the session id that the per-principal cap
+// displaced: here if it runs here, else on the instance that holds it,
+// through the disconnect channel. The publish is bounded by
+// -redis-timeout; a lost request leaves the session open until it ends
+// by itself, its principal one over the cap meanwhile.
+func (a *app) disconnectDisplaced(id string, timeout time.Duration) {
+	if a.stomp != nil && a.stomp.Disconnect("", id, displacedDetail) > 0 {
+		return
+	}
+	if a.fanout == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	_ = a.fanout.Disconnect(ctx, "", id, displacedDetail)
 }
 
 // closeSessionCaps stops the caps' probe and lease renewer. Call it after
@@ -108,3 +137,6 @@ func (o capObserver) Released(scope string) { o.m.SessionCapReleased(metrics.Cap
 func (o capObserver) Fallback(active bool)  { o.m.SetSessionCapFallback(active) }
 func (o capObserver) StoreError(error)      { o.m.SessionCapStoreError() }
 func (o capObserver) LeasesRestored(n int)  { o.m.SessionCapLeasesRestored(n) }
+func (o capObserver) Displaced(scope string, n int) {
+	o.m.SessionCapDisplaced(metrics.CapScopeOf(scope), n)
+}

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/internal/testproc"
 	"github.com/stompgate/stompgate/internal/testredis"
@@ -218,17 +220,18 @@ func TestSessionCapKilledInstance(t *testing.T) {
 }
 
 // TestPrincipalSessionCap: -max-sessions-per-principal 2 on two
-// instances sharing Redis. A principal's sessions on both count together;
-// the third CONNECT, from another address, is refused with ERROR "too
-// many sessions" and closed as session_cap; another principal connects;
-// once one session ends the principal connects again.
+// instances sharing Redis, without displacement. A principal's sessions
+// on both count together; the third CONNECT, from another address, is
+// refused with ERROR "too many sessions" and closed as session_cap;
+// another principal connects; once one session ends the principal
+// connects again.
 func TestPrincipalSessionCap(t *testing.T) {
 	const secret = "e2e secret for session caps, 32+ bytes"
 	rs := testredis.Start(t)
 	var bases []string
 	for range 2 {
 		base, _ := startApp(t, "-redis-url", rs.URL(), "-jwt-secret", secret,
-			"-max-sessions-per-principal", "2", "-trusted-proxies", "127.0.0.1/32",
+			"-max-sessions-per-principal", "2", "-session-cap-displace=false", "-trusted-proxies", "127.0.0.1/32",
 			// Under -race on a loaded machine a Redis call can take longer
 			// than the 50 ms default, and the caps would then count per
 			// instance (fail open) for a second.
@@ -280,6 +283,112 @@ func TestPrincipalSessionCap(t *testing.T) {
 	waitFor(t, clientTimeout, func() error {
 		if got := scrape(t, bases[0])[`stompgate_sessions_closed_total{reason="session_cap"}`]; got != 1 {
 			return fmt.Errorf("sessions closed for session_cap on A: %v, want 1", got)
+		}
+		return nil
+	})
+}
+
+// TestPrincipalSessionCapDisplaces runs the leaked-token attack for
+// real: someone holding alice's token keeps her cap of 2 full with
+// silent sessions on two instances sharing Redis. alice's own CONNECT
+// still gets in, ending the oldest of them (on the other instance, over
+// the disconnect channel) with ERROR; her next one ends the next oldest
+// (on its own instance). Redis never holds more than 2 of her leases.
+func TestPrincipalSessionCapDisplaces(t *testing.T) {
+	const secret = "e2e secret for session caps, 32+ bytes"
+	rs := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var bases []string
+	for range 2 {
+		base, _ := startApp(t, "-redis-url", rs.URL(), "-jwt-secret", secret,
+			"-max-sessions-per-principal", "2", "-trusted-proxies", "127.0.0.1/32", "-redis-timeout", "2s")
+		bases = append(bases, base)
+	}
+	alice := signToken(t, secret, "alice")
+	connect := func(base, ip string) *frameClient {
+		t.Helper()
+		c := dialFrom(t, base, ip)
+		c.Send(connectFrame(alice))
+		if f := c.Read(); f.Command != "CONNECTED" {
+			t.Fatalf("CONNECT on %s from %s: got %s %v %q, want CONNECTED", base, ip, f.Command, f.Headers, f.Body)
+		}
+		return c
+	}
+	displacedBy := func(c *frameClient) {
+		t.Helper()
+		f := c.Read()
+		if f.Command != "ERROR" || !strings.Contains(string(f.Body), "newer session") {
+			t.Fatalf("displaced session: got %s %v %q, want ERROR naming the newer session", f.Command, f.Headers, f.Body)
+		}
+		expectClosed(t, c)
+	}
+	leases := func() int64 {
+		n, err := rdb.ZCard(context.Background(), "stompgate:cap:{principal:alice}").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	thief1 := connect(bases[1], "10.3.0.1") // the oldest, on B
+	thief2 := connect(bases[0], "10.3.0.2")
+	if n := leases(); n != 2 {
+		t.Fatalf("Redis holds %d leases of alice, want 2", n)
+	}
+	owner := connect(bases[0], "10.4.0.1")
+	displacedBy(thief1)
+	if n := leases(); n != 2 {
+		t.Fatalf("after the owner's CONNECT Redis holds %d leases of alice, want 2", n)
+	}
+	connect(bases[1], "10.4.0.2")
+	displacedBy(thief2)
+	owner.Send("SUBSCRIBE\nid:1\ndestination:/topic/x\nreceipt:r\n\n\x00")
+	if f := owner.Read(); f.Command != "RECEIPT" {
+		t.Fatalf("the owner's first session: got %s %v, want RECEIPT", f.Command, f.Headers)
+	}
+	waitFor(t, clientTimeout, func() error {
+		var displaced, slots float64
+		for _, b := range bases {
+			m := scrape(t, b)
+			displaced += m[`stompgate_session_cap_displaced_total{scope="principal"}`]
+			slots += m[`stompgate_session_cap_leases{scope="principal"}`]
+		}
+		if displaced != 2 || slots != 2 {
+			return fmt.Errorf("displaced %v, principal slots held %v; want 2 and 2", displaced, slots)
+		}
+		return nil
+	})
+	if n := leases(); n != 2 {
+		t.Fatalf("at the end Redis holds %d leases of alice, want 2", n)
+	}
+}
+
+// TestPrincipalSessionCapDisplacesAlone: one instance without Redis
+// decides on its own count; at the cap the newest session takes the slot
+// of the oldest, and the slots held stay at the cap.
+func TestPrincipalSessionCapDisplacesAlone(t *testing.T) {
+	const secret = "e2e secret for session caps, 32+ bytes"
+	base, _ := startApp(t, "-jwt-secret", secret, "-max-sessions-per-principal", "2", "-trusted-proxies", "127.0.0.1/32")
+	alice := signToken(t, secret, "alice")
+	var sessions []*frameClient
+	for i := range 4 {
+		c := dialFrom(t, base, fmt.Sprintf("10.5.0.%d", i+1))
+		c.Send(connectFrame(alice))
+		if f := c.Read(); f.Command != "CONNECTED" {
+			t.Fatalf("session %d: got %s %v, want CONNECTED", i, f.Command, f.Headers)
+		}
+		sessions = append(sessions, c)
+	}
+	for _, c := range sessions[:2] {
+		if f := c.Read(); f.Command != "ERROR" || !strings.Contains(string(f.Body), "newer session") {
+			t.Fatalf("displaced session: got %s %v %q", f.Command, f.Headers, f.Body)
+		}
+		expectClosed(t, c)
+	}
+	waitFor(t, clientTimeout, func() error {
+		m := scrape(t, base)
+		if d, held := m[`stompgate_session_cap_displaced_total{scope="principal"}`], m[`stompgate_session_cap_leases{scope="principal"}`]; d != 2 || held != 2 {
+			return fmt.Errorf("displaced %v, slots held %v; want 2 and 2", d, held)
 		}
 		return nil
 	})

@@ -73,6 +73,7 @@ type settings struct {
 	limiterFail    string
 
 	maxSessionsPerPrincipal int
+	sessionCapDisplace      bool
 	sessionLeaseTTL         time.Duration
 	redisTimeout            time.Duration
 
@@ -147,6 +148,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")
 	fs.StringVar(&s.limiterFail, "limiter-fail", "open", "when Redis is unreachable: open (decide in process memory: each instance enforces the handshake rate and the session caps on its own traffic, and a ban made during the outage is known only to the instance that made it) or closed (refuse handshakes)")
 	fs.IntVar(&s.maxSessionsPerPrincipal, "max-sessions-per-principal", sessioncap.DefaultMaxPerPrincipal, "most sessions one authenticated principal may hold open at once, on all instances together; more are refused at CONNECT with ERROR (0: no cap; the tabs and devices of one person)")
+	fs.BoolVar(&s.sessionCapDisplace, "session-cap-displace", true, "at -max-sessions-per-principal, a principal's newest session ends its oldest instead of being refused, so whoever holds a leaked token open cannot lock its owner out (false: the newest is refused)")
 	fs.DurationVar(&s.sessionLeaseTTL, "session-lease-ttl", sessioncap.DefaultLeaseTTL, "with -redis-url: how long a session's slot in a cap lives without renewal, so the longest a crashed instance's sessions keep their slots (renewed every third of it)")
 
 	fs.StringVar(&s.metricsPrefixes, "metrics-destination-prefixes", "", "comma-separated destination prefixes that get their own label on delivery metrics")
