@@ -57,10 +57,11 @@ const (
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
 	attackUserForge   = "user-forge"
+	attackSilentHB    = "silent-hb"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackUserForge}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackSilentHB, attackPerIP, attackUserForge}
 
 // Abuse defaults, each with its reason.
 const (
@@ -133,7 +134,7 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.churnSubs, "churn-subscriptions", defaultChurnSubs, "sub-churn: subscriptions held on the churned topic (90 per session)")
 	fs.IntVar(&c.httpConns, "http-connections", defaultHTTPConns, "http-idle: keep-alive HTTP connections")
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
-	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
+	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent, silent-hb: sessions that negotiate no heart-beats (silent-hb: offer them every 24.8 days) and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
 	return fs
 }
@@ -259,7 +260,9 @@ func newAttack(name string, env *attackEnv) attack {
 	case attackHTTPIdle:
 		return &httpIdleAttack{env: env}
 	case attackSilent:
-		return &silentAttack{env: env}
+		return &silentAttack{env: env, heartBeat: "0,0"}
+	case attackSilentHB:
+		return &silentAttack{env: env, heartBeat: hugeHeartBeat}
 	case attackPerIP:
 		return &perIPAttack{env: env}
 	case attackUserForge:

@@ -160,12 +160,19 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 	return rep
 }
 
-// silentAttack: sessions negotiate no heart-beats, then neither send nor
-// read, so they answer no WebSocket ping either.
+// silentAttack: sessions negotiate no heart-beats (or, as silent-hb,
+// offer to send them every 24.8 days, the most a header allows), then
+// neither send nor read, so they answer no WebSocket ping either.
 type silentAttack struct {
 	env *attackEnv
 	atk *attackers
+	// heartBeat is the CONNECT's offer: "0,0", or hugeHeartBeat.
+	heartBeat string
 }
+
+// hugeHeartBeat offers client heart-beats every 2^31-1 ms: a server that
+// takes it at its word checks the session in 24.8 days.
+const hugeHeartBeat = "2147483647,0"
 
 func (a *silentAttack) prepare(context.Context) error {
 	a.atk = newAttackers(a.env)
@@ -175,7 +182,7 @@ func (a *silentAttack) prepare(context.Context) error {
 func (a *silentAttack) run(ctx context.Context, start, end time.Time) attackerReport {
 	var rep attackerReport
 	if sleepUntil(ctx, start) {
-		if _, err := a.atk.openMany(ctx, a.env.cfg.silentSessions, "0,0", false); err != nil {
+		if _, err := a.atk.openMany(ctx, a.env.cfg.silentSessions, a.heartBeat, false); err != nil {
 			a.atk.note("open: " + err.Error())
 		}
 	}
@@ -183,8 +190,8 @@ func (a *silentAttack) run(ctx context.Context, start, end time.Time) attackerRe
 	a.atk.outcome(&rep)
 	a.atk.closeAll()
 	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open)}
-	rep.Summary = fmt.Sprintf("%d sessions with heart-beat 0,0, silent and never reading: %d still open after %.1fs",
-		rep.Sessions, rep.Open, end.Sub(start).Seconds())
+	rep.Summary = fmt.Sprintf("%d sessions with heart-beat %s, silent and never reading: %d still open after %.1fs",
+		rep.Sessions, a.heartBeat, rep.Open, end.Sub(start).Seconds())
 	return rep
 }
 

@@ -169,6 +169,18 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		}
 		add(target, status, fmt.Sprintf("%s; bound %d × %d = %.0f msg/s", detail, cfg.sessionCap, cfg.sendLimit, bound))
 	}
+	target = "silent-hb: a 24.8-day heart-beat offer is checked like 0,0"
+	switch hb, zero := r.find(attackSilentHB), r.find(attackSilent); {
+	case hb == nil || zero == nil:
+		add(target, "n/a", "needs silent and silent-hb run")
+	default:
+		status := "pass"
+		if hb.Attacker.Open > zero.Attacker.Open {
+			status = "fail"
+		}
+		add(target, status, fmt.Sprintf("%d of %d silent-hb sessions open at the end, against %d of %d with 0,0",
+			hb.Attacker.Open, hb.Attacker.Sessions, zero.Attacker.Open, zero.Attacker.Sessions))
+	}
 	target = "user-forge: no forged message reaches a user queue unmarked"
 	switch a := r.find(attackUserForge); {
 	case a == nil:

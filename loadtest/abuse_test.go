@@ -93,8 +93,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 6 {
-		t.Errorf("%d targets, want 6: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 7 {
+		t.Errorf("%d targets, want 7: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -128,8 +128,10 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if a := byName[attackReceipts].Attacker; a.Sessions != 1 || a.FramesWritten < 1000 {
 		t.Errorf("receipts attacker: %d sessions, %d frames; want 1 session and thousands of frames", a.Sessions, a.FramesWritten)
 	}
-	if a := byName[attackSilent].Attacker; a.Sessions != cfg.silentSessions || a.FramesWritten != 0 {
-		t.Errorf("silent attacker: %d sessions, %d frames; want %d and none", a.Sessions, a.FramesWritten, cfg.silentSessions)
+	for _, name := range []string{attackSilent, attackSilentHB} {
+		if a := byName[name].Attacker; a.Sessions != cfg.silentSessions || a.FramesWritten != 0 {
+			t.Errorf("%s attacker: %d sessions, %d frames; want %d and none", name, a.Sessions, a.FramesWritten, cfg.silentSessions)
+		}
 	}
 	if a := byName[attackHTTPIdle].Attacker; a.Sessions != cfg.httpConns || a.Figures[figOpenAtEnd] != float64(a.Open) {
 		t.Errorf("http-idle attacker: %d connections, figures %v; want %d", a.Sessions, a.Figures, cfg.httpConns)
@@ -192,6 +194,9 @@ func TestAbuseJudge(t *testing.T) {
 	perIP := func(rate float64) attackResult {
 		return attackResult{Name: attackPerIP, Attacker: attackerReport{Figures: map[string]float64{figSessionsHeld: 12, figDeliveredEnd: rate}}}
 	}
+	silent := func(name string, open int) attackResult {
+		return attackResult{Name: name, Attacker: attackerReport{Sessions: 3, Open: open}}
+	}
 	forge := func(sent, received, unmarked float64) attackResult {
 		return attackResult{Name: attackUserForge, Attacker: attackerReport{Figures: map[string]float64{
 			figForgedSent: sent, figForgedReceived: received, figForgedUnmarked: unmarked}}}
@@ -202,26 +207,26 @@ func TestAbuseJudge(t *testing.T) {
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
-			perIP(99), forge(40, 3, 0),
-		}, []string{"pass", "pass", "pass", "pass", "pass", "pass"}},
+			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0),
+		}, []string{"pass", "pass", "pass", "pass", "pass", "pass", "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
-			perIP(101), forge(40, 40, 1),
-		}, []string{"fail", "fail", "fail", "fail", "fail", "fail"}},
+			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1),
+		}, []string{"fail", "fail", "fail", "fail", "fail", "fail", "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-			{Name: attackUserForge, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
