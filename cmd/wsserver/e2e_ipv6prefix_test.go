@@ -144,3 +144,26 @@ func TestIPv6PrefixSetting(t *testing.T) {
 		}
 	}
 }
+
+// TestNginxConfigIPv6Prefix: nginx-config renders the prefix it is given
+// (WSSERVER_IPV6_PREFIX, as the server reads it) and refuses one nginx
+// cannot mirror with a message naming the setting.
+func TestNginxConfigIPv6Prefix(t *testing.T) {
+	var out strings.Builder
+	env := func(k string) string {
+		if k == "WSSERVER_IPV6_PREFIX" {
+			return "48"
+		}
+		return ""
+	}
+	if err := runNginxConfig(nil, env, &out); err != nil {
+		t.Fatalf("nginx-config with WSSERVER_IPV6_PREFIX=48: %v", err)
+	}
+	if want := `"$1:$2:$3::/48";`; !strings.Contains(out.String(), want) {
+		t.Errorf("nginx-config with WSSERVER_IPV6_PREFIX=48 lacks %q", want)
+	}
+	err := runNginxConfig([]string{"-ipv6-prefix", "56"}, func(string) string { return "" }, &out)
+	if err == nil || !strings.Contains(err.Error(), "-ipv6-prefix (WSSERVER_IPV6_PREFIX) 56") {
+		t.Errorf("nginx-config -ipv6-prefix 56 = %v, want an error naming the setting", err)
+	}
+}
