@@ -67,6 +67,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		httpPath:       "/healthz",
 		silentSessions: 3,
 		perIPRate:      defaultPerIPRate,
+		ipv6Addresses:  3, handshakeRate: defaultHandshakeRate, handshakeBurst: defaultHandshakeBurst,
 	}
 	c.pid = pid
 	return c
@@ -93,8 +94,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 5 {
-		t.Errorf("%d targets, want 5: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 6 {
+		t.Errorf("%d targets, want 6: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -197,25 +198,25 @@ func TestAbuseJudge(t *testing.T) {
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99),
-		}, []string{"pass", "pass", "pass", "pass", "pass"}},
+		}, []string{"pass", "pass", "pass", "pass", "pass", "n/a"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101),
-		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+		}, []string{"fail", "fail", "fail", "fail", "fail", "n/a"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -230,6 +231,38 @@ func TestAbuseJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAbuseJudgeIPv6Prefix: the ipv6-prefix target passes while the /64
+// got no more than one bucket's handshakes (burst + 1 + rate × seconds,
+// or the session cap), and says nothing when the server did not believe
+// the tool's addresses.
+func TestAbuseJudgeIPv6Prefix(t *testing.T) {
+	run := func(accepted, control float64) attackResult {
+		return attackResult{Name: attackIPv6Prefix, Attacker: attackerReport{Figures: map[string]float64{
+			figIPv6Addresses: 500, figIPv6Accepted: accepted, figIPv6Control: control, figIPv6Seconds: 10,
+		}}}
+	}
+	tests := []struct {
+		name string
+		a    attackResult
+		cap  int
+		want string
+	}{
+		{"one bucket", run(36, 1), 0, "pass"}, // 5 + 1 + 3 × 10
+		{"a bucket per address", run(37, 1), 0, "fail"},
+		{"held to the cap", run(20, 1), 20, "pass"},
+		{"over the cap", run(21, 1), 20, "fail"},
+		{"tool not trusted", run(6, 0), 0, "n/a"},
+	}
+	for _, tt := range tests {
+		r := &abuseReport{Attacks: []attackResult{tt.a}}
+		r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, handshakeRate: 3, handshakeBurst: 5})
+		tg := r.Targets[len(r.Targets)-1]
+		if !strings.HasPrefix(tg.Target, "ipv6-prefix") || tg.Status != tt.want {
+			t.Errorf("%s: %s = %s (%s), want %s", tt.name, tg.Target, tg.Status, tg.Detail, tt.want)
+		}
 	}
 }
 
