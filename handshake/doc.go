@@ -15,6 +15,15 @@
 // only store. Middleware applies the Limiter in front of the WebSocket
 // upgrade and answers 429 Too Many Requests over the limit.
 //
+// # Keys
+//
+// A client is its key (ClientKey): an IPv4 address as itself, an IPv6
+// address by its first MiddlewareConfig.IPv6Prefix bits (/64 by default,
+// since one host holds a whole /64 and can use any address in it). The
+// Middleware passes the key on in the request's context (ClientKeyFrom),
+// so the session cap behind it and the bans the sessions earn count the
+// same client; the rendered nginx configuration keys its limits alike.
+//
 // # The algorithm
 //
 // nginx's limit_req module (https://nginx.org/en/docs/http/ngx_http_limit_req_module.html,

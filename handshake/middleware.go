@@ -22,6 +22,16 @@ type MiddlewareConfig struct {
 	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
 	// headers are believed (see ClientIP). Nil trusts none.
 	TrustedProxies []netip.Prefix
+	// IPv6Prefix is the prefix length, in bits, by which IPv6 clients are
+	// keyed (see ClientKey): every address of one prefix shares one
+	// bucket and one ban. Zero means DefaultIPv6Prefix (/64); 128 keys
+	// each address by itself; outside 0..128 is an error. IPv4 clients
+	// are keyed by address whatever it says.
+	IPv6Prefix int
+	// PrefixRefused, if not nil, is called for each refusal of a client
+	// keyed by an IPv6 prefix rather than its address, so that a metric
+	// can show what the prefix keying holds back. It must not block.
+	PrefixRefused func()
 	// Logger receives limiter failures and, at most every 10 s, a
 	// summary of the refusals (how many, from how many addresses, the
 	// busiest five); each refusal is counted by the Limiter's Observer.
@@ -29,8 +39,8 @@ type MiddlewareConfig struct {
 	Logger *slog.Logger
 }
 
-// Middleware returns a handler that rate-limits requests per client IP
-// before calling next, which is meant to be the WebSocket upgrade.
+// Middleware returns a handler that rate-limits requests per client (an
+// IPv4 address or an IPv6 prefix, see ClientKey) before calling next, which is meant to be the WebSocket upgrade.
 //
 // A request over the limit gets 429 Too Many Requests with a short text
 // body, before any WebSocket work, and the headers
@@ -46,7 +56,8 @@ type MiddlewareConfig struct {
 // RateLimit-Limit/-Remaining/-Reset fields are not sent). A leaky bucket
 // has no window: q is the burst that passes from rest and w the seconds
 // the bucket takes to drain it, rounded up. An allowed request reaches
-// next with the client address in its context (ClientIPFrom).
+// next with the client address and its key in its context (ClientIPFrom,
+// ClientKeyFrom).
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Limiter == nil {
 		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
@@ -57,6 +68,10 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if err := cfg.Limit.Validate(); err != nil {
 		return nil, err
 	}
+	prefix, err := ipv6PrefixOrDefault("MiddlewareConfig.IPv6Prefix", cfg.IPv6Prefix)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -65,6 +80,8 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 		limiter:  cfg.Limiter,
 		limit:    cfg.Limit,
 		trusted:  cfg.TrustedProxies,
+		prefix:   prefix,
+		onPrefix: cfg.PrefixRefused,
 		logger:   cfg.Logger,
 		next:     next,
 		name:     name,
@@ -77,8 +94,12 @@ type middleware struct {
 	limiter *Limiter
 	limit   Limit
 	trusted []netip.Prefix
-	logger  *slog.Logger
-	next    http.Handler
+	// prefix is the IPv6 prefix length of the keys; onPrefix the
+	// PrefixRefused hook, nil when not wanted.
+	prefix   int
+	onPrefix func()
+	logger   *slog.Logger
+	next     http.Handler
 	// name is Limit.Name as a structured-field String.
 	name string
 	// policy is the RateLimit-Policy value, computed once.
@@ -89,10 +110,7 @@ type middleware struct {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ip := ClientIP(r, m.trusted)
-	key := unknownClientKey
-	if ip.IsValid() {
-		key = ip.String()
-	}
+	key := ClientKey(ip, m.prefix)
 	res, err := m.limiter.Allow(r.Context(), key, m.limit)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -104,11 +122,14 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !res.Allowed {
 		m.refusals.refused(key)
+		if m.onPrefix != nil && IsPrefixKey(key) {
+			m.onPrefix()
+		}
 		m.refuse(w, res)
 		return
 	}
 	if ip.IsValid() {
-		r = r.WithContext(withClientIP(r.Context(), ip))
+		r = r.WithContext(withClientKey(withClientIP(r.Context(), ip), key))
 	}
 	m.next.ServeHTTP(w, r)
 }

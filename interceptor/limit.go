@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/stompgate/stompgate/sessionlimit"
@@ -40,6 +41,11 @@ type LimitConfig struct {
 	BanFor time.Duration
 	// Banner records bans; required when BanFor > 0.
 	Banner Banner
+	// BanKey returns the key under which the session's client IP is
+	// banned: the key the handshake limiter checks it under, so an IPv6
+	// client is banned with its whole prefix
+	// (handshake.ClientKey). Nil means the address itself.
+	BanKey func(netip.Addr) string
 	// Logger receives one line per escalation. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -181,7 +187,11 @@ func (st *LimitStage) ban(s *Session) {
 	defer cancel()
 	keys := make([]string, 0, 2)
 	if s.RemoteIP.IsValid() {
-		keys = append(keys, s.RemoteIP.String())
+		if st.cfg.BanKey != nil {
+			keys = append(keys, st.cfg.BanKey(s.RemoteIP))
+		} else {
+			keys = append(keys, s.RemoteIP.String())
+		}
 	}
 	if s.Principal != nil && !s.Principal.Anonymous {
 		keys = append(keys, principalBanKey(s.Principal.Name))

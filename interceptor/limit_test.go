@@ -457,6 +457,23 @@ func TestLimitStageBan(t *testing.T) {
 	}
 }
 
+// TestLimitStageBanKey checks that BanKey decides the key a client IP is
+// banned under (an IPv6 prefix), and that principals are not affected.
+func TestLimitStageBanKey(t *testing.T) {
+	t.Parallel()
+	banner := &fakeBanner{}
+	st := newLimitStage(t, LimitConfig{
+		Limit: limitOneForever, EscalateAfter: 3, BanFor: time.Minute, Banner: banner,
+		BanKey: func(a netip.Addr) string { return netip.PrefixFrom(a, 64).Masked().String() },
+	})
+	s := &Session{ID: "1", RemoteIP: netip.MustParseAddr("2001:db8:1:2::9"), Principal: &Principal{Name: "bob"}}
+	escalate(t, st, s)
+	want := []ban{{"2001:db8:1:2::/64", time.Minute}, {"principal:bob", time.Minute}}
+	if got := banner.calls(); !slices.Equal(got, want) {
+		t.Errorf("bans %v, want %v", got, want)
+	}
+}
+
 func TestLimitStageNoBanWithoutBanFor(t *testing.T) {
 	t.Parallel()
 	banner := &fakeBanner{}

@@ -44,6 +44,9 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	ipv6Addresses   int     // ipv6-prefix: workers, each on fresh addresses
+	handshakeRate   float64 // the server's handshake rate, r/s, for ipv6-prefix
+	handshakeBurst  int     // and its burst
 }
 
 // The attacks, in the order they run.
@@ -58,10 +61,12 @@ const (
 	attackPerIP       = "sessions-per-ip"
 	attackUserForge   = "user-forge"
 	attackSilentHB    = "silent-hb"
+	attackIPv6Prefix  = "ipv6-prefix"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackSilentHB, attackPerIP, attackUserForge}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackSilentHB, attackPerIP, attackUserForge,
+	attackIPv6Prefix}
 
 // Abuse defaults, each with its reason.
 const (
@@ -101,6 +106,12 @@ const (
 	// publish: twice the send limit, so the server's limit, not the
 	// tool, sets what gets through.
 	defaultPerIPRate = 2 * defaultSendLimit
+	// defaultIPv6Addresses: five addresses of one /64 at a time, as first
+	// observed; defaultHandshakeRate and defaultHandshakeBurst are the
+	// server's default handshake policy (3r/s, burst 5).
+	defaultIPv6Addresses  = 5
+	defaultHandshakeRate  = 3
+	defaultHandshakeBurst = 5
 	// maxAttackSessions bounds the sessions or connections of one attack.
 	maxAttackSessions = 10_000
 	// maxAttackBody bounds the body and message sizes: wsserver's frame
@@ -136,6 +147,9 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent, silent-hb: sessions that negotiate no heart-beats (silent-hb: offer them every 24.8 days) and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	fs.IntVar(&c.ipv6Addresses, "ipv6-addresses", defaultIPv6Addresses, "ipv6-prefix: concurrent handshakes, each from a fresh address of one /64 told by X-Forwarded-For (the server must trust the tool: -trusted-proxies 127.0.0.0/8)")
+	fs.Float64Var(&c.handshakeRate, "handshake-rate", defaultHandshakeRate, "the server's handshake rate per client in r/s, for the ipv6-prefix target")
+	fs.IntVar(&c.handshakeBurst, "handshake-burst", defaultHandshakeBurst, "the server's handshake burst, for the ipv6-prefix target")
 	return fs
 }
 
@@ -189,7 +203,7 @@ func (c *abuseConfig) validate() error {
 		count("honest-subscribers", c.honestSubs), count("honest-publishers", c.honestPubs),
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
-		count("silent-sessions", c.silentSessions),
+		count("silent-sessions", c.silentSessions), count("ipv6-addresses", c.ipv6Addresses),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -214,6 +228,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-session-cap %d is negative", c.sessionCap)
 	case c.perIPRate <= 0 || c.perIPRate > maxRate:
 		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, maxRate)
+	case c.handshakeRate <= 0 || c.handshakeRate > maxRate:
+		return fmt.Errorf("-handshake-rate %v: must be in (0, %d]", c.handshakeRate, maxRate)
+	case c.handshakeBurst < 0:
+		return fmt.Errorf("-handshake-burst %d is negative", c.handshakeBurst)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -267,6 +285,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &perIPAttack{env: env}
 	case attackUserForge:
 		return &userForgeAttack{env: env}
+	case attackIPv6Prefix:
+		return &ipv6PrefixAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

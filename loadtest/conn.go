@@ -42,6 +42,9 @@ type dialer struct {
 	host     string // CONNECT host header
 	login    string
 	passcode string
+	// header is sent with the handshake; nil sends none. Attacks that
+	// speak for several addresses set X-Forwarded-For here.
+	header http.Header
 }
 
 func newDialer(c *common) *dialer {
@@ -99,6 +102,7 @@ func (d *dialer) dial(ctx context.Context, client *http.Client, heartBeat string
 	ws, resp, err := websocket.Dial(ctx, d.url, &websocket.DialOptions{
 		HTTPClient:   client,
 		Subprotocols: subprotocols,
+		HTTPHeader:   d.header,
 	})
 	if err != nil {
 		if resp != nil {

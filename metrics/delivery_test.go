@@ -76,6 +76,7 @@ func TestBoundedCardinality(t *testing.T) {
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
 		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
 		numHTTPTimeouts + // HTTP timeouts
+		numPrefixLimits + // IPv6 prefix refusals
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
 		1 + // build info
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 // API requests, app messages, user deliveries

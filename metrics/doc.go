@@ -119,6 +119,13 @@
 //   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
 //     instance's sessions only because Redis is unreachable, else 0.
 //
+// IPv6 clients are keyed by prefix (-ipv6-prefix, /64 by default) in the
+// handshake rate, the bans and the session caps:
+//
+//   - stompgate_ipv6_prefix_refusals_total{limit}: handshakes of such
+//     clients refused, by limit (handshake, session_cap), also counted in
+//     stompgate_handshakes_total; what the prefix keying holds back.
+//
 // The build:
 //
 //   - stompgate_build_info{version,revision,goversion} (gauge): always 1;

@@ -103,6 +103,8 @@ type Metrics struct {
 	backend backendMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
+
+	prefixRefusals [numPrefixLimits]prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -127,6 +129,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
 	m.buildHTTP(b)
+	m.buildPrefix(b)
 	m.buildBackend(b)
 	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {

@@ -52,3 +52,22 @@ func TestSessionCaps(t *testing.T) {
 	nilM.SessionCapLeasesRestored(1)
 	nilM.SetSessionCapFallback(true)
 }
+
+func TestIPv6PrefixRefused(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	m.IPv6PrefixRefused(PrefixLimitHandshake)
+	m.IPv6PrefixRefused(PrefixLimitHandshake)
+	m.IPv6PrefixRefused(PrefixLimitSessionCap)
+	m.IPv6PrefixRefused(PrefixLimit(42))
+	var nilMetrics *Metrics
+	nilMetrics.IPv6PrefixRefused(PrefixLimitHandshake)
+	for _, tt := range []struct {
+		limit string
+		want  float64
+	}{{"handshake", 2}, {"session_cap", 1}, {"other", 1}} {
+		if got := sample(t, reg, "stompgate_ipv6_prefix_refusals_total", "limit", tt.limit); got != tt.want {
+			t.Errorf("stompgate_ipv6_prefix_refusals_total{limit=%q} = %v, want %v", tt.limit, got, tt.want)
+		}
+	}
+}

@@ -110,6 +110,13 @@ type Config struct {
 	// Default "/var/log/nginx/access.log". Its format leaves the query
 	// string out (see Render).
 	AccessLog string
+	// IPv6Prefix is the prefix length, in bits, by which the limits key
+	// IPv6 clients: every address of one prefix shares one limit_req
+	// bucket and one limit_conn count, as in the wsserver (its
+	// -ipv6-prefix; set both alike). IPv4 clients are keyed by address,
+	// IPv4-mapped ones as the IPv4 address. It must be a multiple of 16
+	// from 16 to 128 (see Render); zero means DefaultIPv6Prefix, /64.
+	IPv6Prefix int
 	// TempPath (Full only), when set, is a directory under which the *_temp_path
 	// directories are rendered (client_body_temp, proxy_temp, and the
 	// unused fastcgi, uwsgi and scgi ones, which nginx creates anyway).
@@ -156,6 +163,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AccessLog == "" {
 		c.AccessLog = DefaultAccessLog
+	}
+	if c.IPv6Prefix == 0 {
+		c.IPv6Prefix = DefaultIPv6Prefix
 	}
 	c.WSUpstreams = append([]string(nil), c.WSUpstreams...)
 	c.APIUpstreams = append([]string(nil), c.APIUpstreams...)
@@ -208,6 +218,9 @@ func (c Config) validate() error {
 	}
 	if c.WorkerConnections < 0 {
 		return configErrorf("WorkerConnections %d is negative", c.WorkerConnections)
+	}
+	if err := checkIPv6Prefix(c.IPv6Prefix); err != nil {
+		return err
 	}
 	for _, f := range []struct{ name, value string }{
 		{"User", c.User},

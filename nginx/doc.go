@@ -39,7 +39,10 @@
 //   - With Config.TLSCert and TLSKey, the server listens with TLS 1.2 and
 //     1.3 on TLSListen (443), and the plain HTTP server on Listen answers
 //     every request with a 308 redirect to the same URL over HTTPS.
-//   - One limit_req_zone per policy zone, keyed by $binary_remote_addr, or
+//   - A map of $remote_addr to $stompgate_client_key, the key of every
+//     limit: an IPv4 address as itself, an IPv6 address by its first
+//     Config.IPv6Prefix bits (/64), as the wsserver keys it.
+//   - One limit_req_zone per policy zone, keyed by $stompgate_client_key, or
 //     for a zone limited to one method by a map of $request_method that is
 //     empty for other methods: nginx does not count requests with an empty
 //     key, and limit_req is not allowed inside if.
@@ -78,8 +81,8 @@
 //
 // # Limits of the front
 //
-// The key is the address nginx sees. Behind a load balancer, configure
-// ngx_http_realip_module so that $binary_remote_addr is the client's.
+// The key is cut from the address nginx sees. Behind a load balancer,
+// configure ngx_http_realip_module so that $remote_addr is the client's.
 // Fixed paths match exactly: "/rooms/" is not "/rooms", and a route for
 // GET does not count HEAD. The wsserver enforces the handshake limit itself
 // as well, so a request that slips past nginx, or a deployment without it,

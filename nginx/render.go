@@ -37,7 +37,8 @@ const (
 // Render returns the nginx configuration that enforces p in front of the
 // servers cfg names: by default a file of http-context directives for
 // /etc/nginx/conf.d/, with cfg.Full a complete nginx.conf. For each zone
-// it renders a limit_req_zone keyed by the client IP; for each route path
+// it renders a limit_req_zone keyed by the client (its IPv4 address, or
+// its IPv6 address cut to cfg.IPv6Prefix bits); for each route path
 // a location (exact "=" for fixed paths, a regular expression for paths
 // with {name} segments) with limit_req zone=<name> burst=<n> nodelay for
 // every zone that lists it; 429 answers with a small JSON body and a
@@ -85,6 +86,14 @@ const (
 // error_log, the limit statuses) are set inside stompgate's servers or not
 // at all, so the file sits beside the distribution's configuration
 // without a duplicate.
+//
+// The client key is a map of $remote_addr: nginx has no function that
+// masks an address, so regular expressions cut the first cfg.IPv6Prefix/16
+// groups from the compressed text nginx prints (see clientKeyRules). That
+// is why the prefix must be a multiple of 16; the wsserver accepts any
+// length, and the two must be set alike. The keys are text of up to 24
+// bytes at /64 (39 at /128), so a zone state may take 128 bytes where
+// nginx's documentation gives 64 for a 4-byte $binary_remote_addr.
 //
 // Render reports an invalid policy with p.Validate's error, and a bad
 // setting with an error that matches ErrInvalidConfig.
@@ -137,7 +146,11 @@ type renderData struct {
 	Zones           []zoneData
 	ConnZones       []connZone
 	KeyMaps         []keyMap
-	RetryAfters     []int
+	// ClientKey is the variable the limits key by, and KeyRules the
+	// regular expressions of its map (clientKeyRules).
+	ClientKey   string
+	KeyRules    []keyRule
+	RetryAfters []int
 	// CapRetryAfter is the Retry-After of a limit_conn refusal, in
 	// seconds; 0 when no zone caps connections.
 	CapRetryAfter int
@@ -217,6 +230,8 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 		RlimitNofile:    2 * cfg.WorkerConnections,
 		WSUpstream:      wsUpstreamName,
 		TLS:             cfg.TLSCert != "",
+		ClientKey:       clientKeyVar,
+		KeyRules:        clientKeyRules(cfg.IPv6Prefix),
 	}
 	if port := listenPort(cfg.TLSListen); port != "443" {
 		d.RedirectPort = ":" + port
@@ -254,7 +269,7 @@ func newRenderData(p policy.Policy, cfg Config) (*renderData, error) {
 		if size == "" {
 			size = policy.DefaultSize
 		}
-		key := "$binary_remote_addr"
+		key := clientKeyVar
 		if m := routes[0].Method; m != "" { // Validate: one method per zone
 			key = "$stompgate_key_" + strings.ToLower(m)
 			if !keyVars[key] {

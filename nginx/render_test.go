@@ -73,7 +73,7 @@ func TestRenderDefault(t *testing.T) {
 	for _, want := range []string{
 		"\n    access_log /var/log/nginx/access.log stompgate;\n",
 		"\nlimit_req_zone $stompgate_key_get zone=ws_handshake:10m rate=3r/s;\n",
-		"\nmap $request_method $stompgate_key_get {\n    GET        $binary_remote_addr;\n    default    \"\";\n}\n",
+		"\nmap $request_method $stompgate_key_get {\n    GET        $stompgate_client_key;\n    default    \"\";\n}\n",
 		"\n    limit_req_status 429;\n",
 		"\n    limit_req_log_level warn;\n",
 		"\nmap $limit_req_status $stompgate_retry_after_1s {\n    REJECTED    1;\n    default     \"\";\n}\n",
@@ -360,8 +360,8 @@ func TestRenderRetryAfter(t *testing.T) {
 	conf := string(out)
 	for _, want := range []string{
 		"limit_req_zone $stompgate_key_post zone=slow:10m rate=30r/m;\n",
-		"limit_req_zone $binary_remote_addr zone=fast:1m rate=10r/s;\n",
-		"limit_req_zone $binary_remote_addr zone=crawl:10m rate=3r/m;\n",
+		"limit_req_zone $stompgate_client_key zone=fast:1m rate=10r/s;\n",
+		"limit_req_zone $stompgate_client_key zone=crawl:10m rate=3r/m;\n",
 		"map $limit_req_status $stompgate_retry_after_1s {",
 		"map $limit_req_status $stompgate_retry_after_2s {",
 		"map $limit_req_status $stompgate_retry_after_20s {",

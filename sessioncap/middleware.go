@@ -23,11 +23,6 @@ const DefaultRetryAfter = policy.CapRetryAfter
 // longer than this waiting for its slot.
 const DefaultAcquireTimeout = time.Second
 
-// unknownClientKey is the key of requests whose peer is not an IP address
-// (a Unix socket without a trusted proxy in front): they share one cap, as
-// they share one handshake bucket.
-const unknownClientKey = "unknown"
-
 // MiddlewareConfig configures Middleware. Limiter, Zone and Max are
 // required.
 type MiddlewareConfig struct {
@@ -36,7 +31,7 @@ type MiddlewareConfig struct {
 	// Zone names the cap (the policy zone, "ws_handshake"); each zone
 	// counts separately.
 	Zone string
-	// Max is the most sessions one client IP may hold open at once: the
+	// Max is the most sessions one client may hold open at once: the
 	// zone's max_connections. It must be at least 1.
 	Max int
 	// RetryAfter is announced on a refusal, rounded up to whole seconds.
@@ -46,22 +41,32 @@ type MiddlewareConfig struct {
 	// are believed when no handshake middleware in front has already put
 	// the client address in the request's context (handshake.ClientIPFrom).
 	TrustedProxies []netip.Prefix
+	// IPv6Prefix is the prefix length, in bits, by which IPv6 clients are
+	// keyed when no handshake middleware in front has put the client key
+	// in the request's context (handshake.ClientKeyFrom): every address
+	// of one prefix shares one cap. Zero means
+	// handshake.DefaultIPv6Prefix (/64); 128 caps each address by itself;
+	// outside 0..128 is an error. Set it as the handshake middleware's.
+	IPv6Prefix int
+	// PrefixRefused, if not nil, is called for each refusal of a client
+	// keyed by an IPv6 prefix rather than its address. It must not block.
+	PrefixRefused func()
 	// Logger receives failures that are not refusals. Nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
 
-// Middleware returns a handler that caps the sessions each client IP
-// holds open, then calls next, which must be a *server.Server or pass the
+// Middleware returns a handler that caps the sessions each client (an
+// IPv4 address or an IPv6 prefix, see handshake.ClientKey) holds open, then calls next, which must be a *server.Server or pass the
 // request's context on to one: the slot is given back through
 // server.OnSessionEnd when the session ends, or before next returns when
 // the request never became a session.
 //
 // A request over the cap gets 429 Too Many Requests with a short text
 // body and Retry-After: <seconds>, before any WebSocket work, as nginx's
-// limit_conn answers it. The client address is the one the handshake
-// limiter in front found (handshake.ClientIPFrom), else handshake.ClientIP
-// with TrustedProxies.
+// limit_conn answers it. The client key is the one the handshake
+// limiter in front used (handshake.ClientKeyFrom), else the key of
+// handshake.ClientIP with TrustedProxies and IPv6Prefix.
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Limiter == nil {
 		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
@@ -81,6 +86,12 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.RetryAfter == 0 {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
+	if cfg.IPv6Prefix == 0 {
+		cfg.IPv6Prefix = handshake.DefaultIPv6Prefix
+	}
+	if err := handshake.CheckIPv6Prefix("MiddlewareConfig.IPv6Prefix", cfg.IPv6Prefix); err != nil {
+		return nil, err
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -95,13 +106,9 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ip, ok := handshake.ClientIPFrom(r.Context())
+	key, ok := handshake.ClientKeyFrom(r.Context())
 	if !ok {
-		ip = handshake.ClientIP(r, m.cfg.TrustedProxies)
-	}
-	key := unknownClientKey
-	if ip.IsValid() {
-		key = ip.String()
+		key = handshake.ClientKey(handshake.ClientIP(r, m.cfg.TrustedProxies), m.cfg.IPv6Prefix)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), DefaultAcquireTimeout)
 	lease, d, err := m.cfg.Limiter.Acquire(ctx, ScopeIP, m.cfg.Zone+":"+key, m.cfg.Max)
@@ -115,6 +122,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.Allowed {
+		if m.cfg.PrefixRefused != nil && d.Store != StoreNone && handshake.IsPrefixKey(key) {
+			m.cfg.PrefixRefused()
+		}
 		w.Header().Set("Retry-After", m.retryAfter)
 		msg := "too many open sessions from this address, retry after " + m.retryAfter + "s"
 		if d.Store == StoreNone {

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,6 +136,8 @@ func TestMiddlewareConfig(t *testing.T) {
 		{name: "no zone", cfg: MiddlewareConfig{Limiter: l, Max: 1}, wantErr: "sessioncap: MiddlewareConfig.Zone is empty"},
 		{name: "zero max", cfg: MiddlewareConfig{Limiter: l, Zone: "z"}, wantErr: "sessioncap: MiddlewareConfig.Max 0 is below 1"},
 		{name: "negative retry", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, RetryAfter: -time.Second}, wantErr: "sessioncap: MiddlewareConfig.RetryAfter -1s is negative"},
+		{name: "prefix too long", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: 129}, wantErr: "handshake: MiddlewareConfig.IPv6Prefix 129 is not between 1 and 128"},
+		{name: "negative prefix", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: -1}, wantErr: "handshake: MiddlewareConfig.IPv6Prefix -1 is not between 1 and 128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,5 +145,70 @@ func TestMiddlewareConfig(t *testing.T) {
 				t.Errorf("Middleware error = %v, want %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestMiddlewareCapsIPv6Prefix opens sessions from addresses of one /64,
+// told by a trusted proxy's X-Forwarded-For, on a real server: they share
+// one cap, and an address of another /64 has a cap of its own.
+func TestMiddlewareCapsIPv6Prefix(t *testing.T) {
+	t.Parallel()
+	l := newTestLimiter(t, "", false, nil)
+	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prefixRefused atomic.Int64
+	h, err := Middleware(MiddlewareConfig{
+		Limiter: l, Zone: "ws_handshake", Max: 2,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		PrefixRefused:  func() { prefixRefused.Add(1) },
+		Logger:         slog.New(slog.DiscardHandler),
+	}, srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		hs.Close()
+	})
+	from := func(addr string) (*websocket.Conn, *http.Response) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), &websocket.DialOptions{
+			Subprotocols: []string{"v12.stomp"},
+			HTTPHeader:   http.Header{"X-Forwarded-For": {addr}},
+		})
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("dial from %s: %v", addr, err)
+			}
+			return nil, resp
+		}
+		t.Cleanup(func() { _ = c.CloseNow() })
+		return c, resp
+	}
+	for _, addr := range []string{"2001:db8:7:1::1", "2001:db8:7:1::2"} {
+		if c, resp := from(addr); c == nil {
+			t.Fatalf("session from %s: HTTP %d, want 101", addr, resp.StatusCode)
+		}
+	}
+	if c, resp := from("2001:db8:7:1:abcd::3"); c != nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("third session from the /64, a new address: accepted %v, want 429 (cap 2 per /64)", c != nil)
+	}
+	if n := prefixRefused.Load(); n != 1 {
+		t.Errorf("PrefixRefused called %d times, want 1", n)
+	}
+	if c, resp := from("2001:db8:7:2::1"); c == nil {
+		t.Errorf("session from another /64: HTTP %d, want 101", resp.StatusCode)
+	}
+	if n := l.Held(ScopeIP, "ws_handshake:2001:db8:7:1::/64"); n != 2 {
+		t.Errorf("Held(2001:db8:7:1::/64) = %d, want 2", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -154,7 +155,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if a.redis != nil {
 		a.fanout = startFanout(a.redis, a.stomp, logger)
 	}
-	capped, err := a.capHandshakes(zone, trusted, logger, a.stomp)
+	capped, err := a.capHandshakes(zone, trusted, st.ipv6Prefix, logger, a.stomp)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +163,8 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		Limiter:        a.limiter,
 		Limit:          lim,
 		TrustedProxies: trusted,
+		IPv6Prefix:     st.ipv6Prefix,
+		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitHandshake) },
 		Logger:         logger,
 	}, capped)
 	if err != nil {
@@ -223,6 +226,7 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		EscalateWindow: st.abuseWindow,
 		BanFor:         st.abuseBan,
 		Banner:         bans,
+		BanKey:         func(ip netip.Addr) string { return handshake.ClientKey(ip, st.ipv6Prefix) },
 		Logger:         logger,
 	})
 	if err != nil {

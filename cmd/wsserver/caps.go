@@ -48,9 +48,10 @@ func (a *app) newSessionCaps(st *settings, logger *slog.Logger) error {
 	return nil
 }
 
-// capHandshakes puts the per-IP cap of zone in front of next (the STOMP
+// capHandshakes puts the per-client cap of zone (IPv6 clients keyed by
+// their ipv6Prefix) in front of next (the STOMP
 // server), or returns next when the zone sets no max_connections.
-func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, logger *slog.Logger, next http.Handler) (http.Handler, error) {
+func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, ipv6Prefix int, logger *slog.Logger, next http.Handler) (http.Handler, error) {
 	if zone.MaxConnections == 0 {
 		return next, nil
 	}
@@ -59,6 +60,8 @@ func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, logger *sl
 		Zone:           zone.Name,
 		Max:            zone.MaxConnections,
 		TrustedProxies: trusted,
+		IPv6Prefix:     ipv6Prefix,
+		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitSessionCap) },
 		Logger:         logger,
 	}, next)
 }

@@ -30,9 +30,13 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 	tlsListen := fs.String("nginx-tls-listen", nginx.DefaultTLSListen, "nginx HTTPS listen address (port or host:port), with -nginx-tls-cert")
 	wsPath := fs.String("ws-path", nginx.DefaultWSPath, "URL path of the STOMP WebSocket endpoint")
 	readTimeout := fs.Duration("nginx-read-timeout", nginx.DefaultReadTimeout, "proxy_read_timeout of WebSocket tunnels; above the heart-beat interval")
+	ipv6Prefix := fs.Int("ipv6-prefix", nginx.DefaultIPv6Prefix, "prefix length by which the limits key IPv6 clients, as the server's -ipv6-prefix; nginx can mirror multiples of 16 only (16-128)")
 	heartBeat := fs.Duration("heart-beat-send", nginx.DefaultHeartBeat, "the server's heart-beat interval, checked against -nginx-read-timeout")
 	if err := parseFlags(fs, args, getenv); err != nil {
 		return err
+	}
+	if *ipv6Prefix < 16 || *ipv6Prefix > 128 || *ipv6Prefix%16 != 0 {
+		return badSetting("ipv6-prefix", *ipv6Prefix, "nginx has no function to mask an address, so its key is cut from the address's text in whole 16-bit groups: use a multiple of 16 from 16 to 128 (48, 64, 128) here and in the server")
 	}
 	pol, err := policy.Load(*policyFile)
 	if err != nil {
@@ -50,6 +54,7 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 		WSPath:       *wsPath,
 		ReadTimeout:  *readTimeout,
 		HeartBeat:    max(*heartBeat, time.Duration(0)),
+		IPv6Prefix:   *ipv6Prefix,
 	})
 	if err != nil {
 		return err

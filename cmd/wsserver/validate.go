@@ -108,6 +108,9 @@ func (s *settings) validate() error {
 	default:
 		return badSetting("limiter-fail", s.limiterFail, "want open or closed")
 	}
+	if s.ipv6Prefix < 1 || s.ipv6Prefix > 128 {
+		return badSetting("ipv6-prefix", s.ipv6Prefix, "must be between 1 and 128")
+	}
 	if err := s.validateAuth(); err != nil {
 		return err
 	}
