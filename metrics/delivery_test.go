@@ -69,12 +69,12 @@ func TestBoundedCardinality(t *testing.T) {
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
 
 	// The series New creates: one per label value of every metric.
-	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses
+	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
 		len(server.HandshakeResults()) + 1 + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numCommands*(2+numDropReasons) + len(server.ProtocolErrorKinds()) + 1 + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
-		numCapScopes + 1 + 1 + 1 + // session cap leases, store errors, restored, fallback
+		numCapScopes + numCapScopes + 1 + 1 + 1 + // session cap leases, displaced, store errors, restored, fallback
 		numHTTPTimeouts + // HTTP timeouts
 		numPrefixLimits + // IPv6 prefix refusals
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes

@@ -49,6 +49,9 @@
 //   - stompgate_reader_pauses_total: times a session stopped reading
 //     because its own replies (RECEIPTs) filled its outbound bounds; the
 //     client's TCP connection then pushes back until it reads them.
+//   - stompgate_heartbeat_offers_capped_total: CONNECTs whose heart-beat
+//     offer was above -max-heart-beat, treated as none (such sessions are
+//     checked with WebSocket pings).
 //
 // Inbound frames through the interceptor chain:
 //
@@ -118,6 +121,9 @@
 //     reach for longer than the lease TTL).
 //   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
 //     instance's sessions only because Redis is unreachable, else 0.
+//   - stompgate_session_cap_displaced_total{scope}: sessions that a newer
+//     session of the same key displaced at the cap
+//     (-session-cap-displace).
 //
 // IPv6 clients are keyed by prefix (-ipv6-prefix, /64 by default) in the
 // handshake rate, the bans and the session caps:
