@@ -44,6 +44,10 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	appSessions     int
+	appBody         int
+	appTotalBytes   int64
+	redisURL        string
 }
 
 // The attacks, in the order they run.
@@ -56,10 +60,11 @@ const (
 	attackHTTPIdle    = "http-idle"
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
+	attackAppFill     = "app-stream-fill"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackAppFill}
 
 // Abuse defaults, each with its reason.
 const (
@@ -134,6 +139,10 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	fs.IntVar(&c.appSessions, "app-sessions", defaultAppSessions, "app-stream-fill: sessions sending app SENDs at the send limit at once (each ended one is replaced)")
+	fs.IntVar(&c.appBody, "app-size", defaultAppBody, "app-stream-fill: body size in bytes")
+	fs.Int64Var(&c.appTotalBytes, "app-stream-total-bytes", defaultAppTotalBytes, "the server's -app-stream-total-bytes, what app-stream-fill's Redis growth is judged against")
+	fs.StringVar(&c.redisURL, "redis-url", "", "app-stream-fill: the Redis holding the server's app stream, to read its used_memory (empty: not measured)")
 	return fs
 }
 
@@ -187,7 +196,8 @@ func (c *abuseConfig) validate() error {
 		count("honest-subscribers", c.honestSubs), count("honest-publishers", c.honestPubs),
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
-		count("silent-sessions", c.silentSessions),
+		count("silent-sessions", c.silentSessions), count("app-sessions", c.appSessions),
+		size("app-size", c.appBody, 1),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -196,6 +206,8 @@ func (c *abuseConfig) validate() error {
 		}
 	}
 	switch {
+	case c.appTotalBytes <= 0:
+		return fmt.Errorf("-app-stream-total-bytes %d: must be positive", c.appTotalBytes)
 	case c.duration > maxAttackDuration:
 		return fmt.Errorf("-duration-per-attack %v: above the maximum %v", c.duration, maxAttackDuration)
 	case c.commitAfter <= 0 || c.commitAfter > maxAttackDuration:
@@ -261,6 +273,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackAppFill:
+		return &appFillAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }
