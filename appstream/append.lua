@@ -112,9 +112,13 @@ if limit ~= nil then
 			decr("p:" .. p, by)
 			decr("a:" .. a, by)
 		end
+		-- The ledger is trimmed exactly: what stays in it is counted.
+		-- The stream only by whole nodes (MINID ~), which never removes
+		-- an entry at or above keep and spares rewriting a node on each
+		-- call: exact trimming made an append about five times slower.
 		local keep = successor(done[#done][1])
 		redis.call("XTRIM", ledger, "MINID", keep)
-		redis.call("XTRIM", stream, "MINID", keep)
+		redis.call("XTRIM", stream, "MINID", "~", keep)
 	end
 end
 

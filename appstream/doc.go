@@ -31,7 +31,10 @@
 // group has acknowledged: the ledger's entries below the smallest of
 // each group's pending entries and its last-delivered id, at most 1,024
 // per call, subtracting them from the counters and trimming them (XTRIM
-// MINID) from the ledger and the stream. Then it checks the bounds and
+// MINID) from the ledger, and from the stream by whole radix-tree nodes
+// (MINID ~: a node of released entries may linger until the next one
+// fills, but no entry at or above the limit is ever removed). Then it
+// checks the bounds and
 // appends to both. Released means acknowledged, not delivered: a backend
 // that crashed mid-read leaves its entries pending, and they stay
 // counted (and in the stream) until a worker claims them (XAUTOCLAIM)
