@@ -51,6 +51,9 @@
 // A group created at "$" releases what came before it, which it will
 // never read.
 //
+// The script needs Redis 6.2 or later (exclusive XRANGE bounds, XTRIM
+// MINID).
+//
 // The Redis holding the stream should not evict keys (maxmemory-policy
 // noeviction, see handshake.CheckNoEviction): the bounds keep the stream small, and
 // an evicted stream loses messages clients were told the backend has.
