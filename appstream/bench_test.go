@@ -15,11 +15,13 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// BenchmarkHandleApp measures the app stream's append path: one XADD
-// MAXLEN ~ per message to a real redis-server on loopback, 100-byte
-// bodies with one header, from GOMAXPROCS*16 concurrent senders (each a
-// session's reader goroutine waiting for its RECEIPT). It reports
-// msgs/s and the p99 append latency.
+// BenchmarkHandleApp measures the app stream's append path to a real
+// redis-server on loopback: 100-byte bodies with one header, from
+// GOMAXPROCS*16 concurrent senders (each a session's reader goroutine
+// waiting for its RECEIPT), while a consumer group reads and acknowledges
+// everything so that each append also releases. Its peer is the plain
+// XADD MAXLEN ~ the stream was bounded with before, in entries only. It
+// reports msgs/s and the p99 append latency.
 func BenchmarkHandleApp(b *testing.B) {
 	rs := testredis.Start(b)
 	c := redis.NewClient(&redis.Options{Addr: rs.Addr, PoolSize: 64})
@@ -31,6 +33,42 @@ func BenchmarkHandleApp(b *testing.B) {
 	m := server.AppMessage{ID: "1", Destination: "/app/move", Principal: "alice", Session: "s",
 		Headers: []stompframe.Header{{Name: "room", Value: "7"}}, Body: []byte(strings.Repeat("x", 100))}
 	ctx := context.Background()
+	if err := c.XGroupCreateMkStream(ctx, DefaultStream, "backend", "$").Err(); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var consumer sync.WaitGroup
+	consumer.Add(1)
+	go func() {
+		defer consumer.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "backend", Consumer: "w", Streams: []string{DefaultStream, ">"}, Count: 500, Block: 10 * time.Millisecond}).Result()
+			if err != nil || len(res) == 0 {
+				continue
+			}
+			ids := make([]string, 0, len(res[0].Messages))
+			for _, e := range res[0].Messages {
+				ids = append(ids, e.ID)
+			}
+			c.XAck(ctx, DefaultStream, "backend", ids...)
+		}
+	}()
+	defer func() { close(stop); consumer.Wait() }()
+	b.Run("script", func(b *testing.B) {
+		benchAppend(b, func() error { return h.HandleApp(ctx, m) })
+	})
+	b.Run("xadd-maxlen", func(b *testing.B) {
+		args := &redis.XAddArgs{Stream: "peer", MaxLen: DefaultMaxLen, Approx: true, ID: "*", Values: h.fields(m)}
+		benchAppend(b, func() error { return c.XAdd(ctx, args).Err() })
+	})
+}
+
+func benchAppend(b *testing.B, add func() error) {
 	var mu sync.Mutex
 	var lat []time.Duration
 	b.SetParallelism(16)
@@ -41,7 +79,7 @@ func BenchmarkHandleApp(b *testing.B) {
 		var mine []time.Duration
 		for pb.Next() {
 			t0 := time.Now()
-			if err := h.HandleApp(ctx, m); err != nil {
+			if err := add(); err != nil {
 				b.Error(err)
 				return
 			}

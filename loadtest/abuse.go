@@ -47,6 +47,10 @@ type abuseConfig struct {
 	ipv6Addresses   int     // ipv6-prefix: workers, each on fresh addresses
 	handshakeRate   float64 // the server's handshake rate, r/s, for ipv6-prefix
 	handshakeBurst  int     // and its burst
+	appSessions     int
+	appBody         int
+	appTotalBytes   int64
+	redisURL        string
 }
 
 // The attacks, in the order they run.
@@ -62,11 +66,23 @@ const (
 	attackUserForge   = "user-forge"
 	attackSilentHB    = "silent-hb"
 	attackIPv6Prefix  = "ipv6-prefix"
+	attackAppFill     = "app-stream-fill"
 )
 
-var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackSilentHB, attackPerIP, attackUserForge,
-	attackIPv6Prefix}
+var allAttacks = []string{
+	attackReceipts,
+	attackCommitBurst,
+	attackTxFill,
+	attackUTF8,
+	attackSubChurn,
+	attackHTTPIdle,
+	attackSilent,
+	attackSilentHB,
+	attackPerIP,
+	attackUserForge,
+	attackIPv6Prefix,
+	attackAppFill,
+}
 
 // Abuse defaults, each with its reason.
 const (
@@ -150,6 +166,10 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.ipv6Addresses, "ipv6-addresses", defaultIPv6Addresses, "ipv6-prefix: concurrent handshakes, each from a fresh address of one /64 told by X-Forwarded-For (the server must trust the tool: -trusted-proxies 127.0.0.0/8)")
 	fs.Float64Var(&c.handshakeRate, "handshake-rate", defaultHandshakeRate, "the server's handshake rate per client in r/s, for the ipv6-prefix target")
 	fs.IntVar(&c.handshakeBurst, "handshake-burst", defaultHandshakeBurst, "the server's handshake burst, for the ipv6-prefix target")
+	fs.IntVar(&c.appSessions, "app-sessions", defaultAppSessions, "app-stream-fill: sessions sending app SENDs at the send limit at once (each ended one is replaced)")
+	fs.IntVar(&c.appBody, "app-size", defaultAppBody, "app-stream-fill: body size in bytes")
+	fs.Int64Var(&c.appTotalBytes, "app-stream-total-bytes", defaultAppTotalBytes, "the server's -app-stream-total-bytes, what app-stream-fill's Redis growth is judged against")
+	fs.StringVar(&c.redisURL, "redis-url", "", "app-stream-fill: the Redis holding the server's app stream, to read its used_memory (empty: not measured)")
 	return fs
 }
 
@@ -204,6 +224,8 @@ func (c *abuseConfig) validate() error {
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
 		count("silent-sessions", c.silentSessions), count("ipv6-addresses", c.ipv6Addresses),
+		count("silent-sessions", c.silentSessions), count("app-sessions", c.appSessions),
+		size("app-size", c.appBody, 1),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -212,6 +234,8 @@ func (c *abuseConfig) validate() error {
 		}
 	}
 	switch {
+	case c.appTotalBytes <= 0:
+		return fmt.Errorf("-app-stream-total-bytes %d: must be positive", c.appTotalBytes)
 	case c.duration > maxAttackDuration:
 		return fmt.Errorf("-duration-per-attack %v: above the maximum %v", c.duration, maxAttackDuration)
 	case c.commitAfter <= 0 || c.commitAfter > maxAttackDuration:
@@ -287,6 +311,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &userForgeAttack{env: env}
 	case attackIPv6Prefix:
 		return &ipv6PrefixAttack{env: env}
+	case attackAppFill:
+		return &appFillAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

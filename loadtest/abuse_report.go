@@ -194,6 +194,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		add(target, status, fmt.Sprintf("%.0f forged SENDs, %.0f received, %.0f without the server's sender header", sent, got, unmarked))
 	}
 	r.judgeIPv6Prefix(cfg, add)
+	r.judgeAppFill(cfg, add)
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

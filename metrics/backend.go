@@ -21,14 +21,20 @@ var apiCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusBadRequest, 
 
 // The result label of stompgate_app_messages_total: "other", then the
 // server's results.
-var appResultLabels = []string{labelOther, server.AppOK, server.AppError, server.AppNoBackend}
+var appResultLabels = []string{labelOther, server.AppOK, server.AppError, server.AppRefused, server.AppNoBackend}
+
+// The bound label of stompgate_app_backlog_refusals_total: "other", then
+// the server's bounds.
+var appBoundLabels = append([]string{labelOther}, server.AppBacklogBounds()...)
 
 // backendMetrics are the collectors of the backend features: the server
 // API, app messages and user destinations.
 type backendMetrics struct {
-	api  [][]prometheus.Counter // by apiEndpointLabels index, then 0 for "other" or 1+ the apiCodes index
-	app  []prometheus.Counter   // by appResultLabels index
-	user prometheus.Counter
+	api [][]prometheus.Counter // by apiEndpointLabels index, then 0 for "other" or 1+ the apiCodes index
+	app []prometheus.Counter   // by appResultLabels index
+	// appRefused is by appBoundLabels index.
+	appRefused []prometheus.Counter
+	user       prometheus.Counter
 }
 
 func (m *Metrics) buildBackend(b *builder) {
@@ -46,9 +52,13 @@ func (m *Metrics) buildBackend(b *builder) {
 		}
 	}
 	app := b.counterVec("stompgate_app_messages_total",
-		"SENDs to app destinations handed to the backend (the app stream), by result: ok, error (the append failed; the session got ERROR), no_backend (none configured).", "result")
+		"SENDs to app destinations handed to the backend (the app stream), by result: ok, error (the append failed; the session got ERROR), refused (the backlog is over a bound; the session got ERROR), no_backend (none configured).", "result")
 	m.backend.app = make([]prometheus.Counter, len(appResultLabels))
 	resolve(m.backend.app, appResultLabels, app.WithLabelValues)
+	refused := b.counterVec("stompgate_app_backlog_refusals_total",
+		"App SENDs refused with ERROR \"backend busy\" because the messages the backend has not taken yet would pass a bound: principal, address, total (bytes) or entries.", "bound")
+	m.backend.appRefused = make([]prometheus.Counter, len(appBoundLabels))
+	resolve(m.backend.appRefused, appBoundLabels, refused.WithLabelValues)
 	m.backend.user = b.counter("stompgate_user_deliveries_total",
 		"MESSAGE frames queued to sessions through user destinations (/user/queue/...).")
 }
@@ -73,6 +83,16 @@ func (m *Metrics) AppHandled(result string) {
 		return
 	}
 	m.backend.app[labelIndex(appResultLabels, result)].Inc()
+}
+
+// AppRefused counts one app message refused because the backend's
+// backlog reached bound (stompgate_app_backlog_refusals_total{bound}); a
+// bound the server does not define is counted as "other".
+func (m *Metrics) AppRefused(bound string) {
+	if m == nil {
+		return
+	}
+	m.backend.appRefused[labelIndex(appBoundLabels, bound)].Inc()
 }
 
 // UserDelivered counts one MESSAGE queued through a user destination

@@ -22,6 +22,10 @@ func TestBackendCounters(t *testing.T) {
 	m.AppHandled(server.AppError)
 	m.AppHandled(server.AppError)
 	m.AppHandled(server.AppNoBackend)
+	m.AppHandled(server.AppRefused)
+	m.AppRefused(server.AppBoundAddress)
+	m.AppRefused(server.AppBoundAddress)
+	m.AppRefused("nope")
 	m.UserDelivered()
 	for _, tc := range []struct {
 		name   string
@@ -37,6 +41,10 @@ func TestBackendCounters(t *testing.T) {
 		{"stompgate_app_messages_total", []string{"result", "ok"}, 1},
 		{"stompgate_app_messages_total", []string{"result", "error"}, 2},
 		{"stompgate_app_messages_total", []string{"result", "no_backend"}, 1},
+		{"stompgate_app_messages_total", []string{"result", "refused"}, 1},
+		{"stompgate_app_backlog_refusals_total", []string{"bound", "address"}, 2},
+		{"stompgate_app_backlog_refusals_total", []string{"bound", "principal"}, 0},
+		{"stompgate_app_backlog_refusals_total", []string{"bound", "other"}, 1},
 		{"stompgate_user_deliveries_total", nil, 1},
 	} {
 		if got := sample(t, reg, tc.name, tc.labels...); got != tc.want {
@@ -46,5 +54,6 @@ func TestBackendCounters(t *testing.T) {
 	var nilM *Metrics
 	nilM.APIRequest(api.EndpointPublish, 200)
 	nilM.AppHandled(server.AppOK)
+	nilM.AppRefused(server.AppBoundTotal)
 	nilM.UserDelivered()
 }

@@ -79,7 +79,8 @@ func TestBoundedCardinality(t *testing.T) {
 		numPrefixLimits + // IPv6 prefix refusals
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
 		1 + // build info
-		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 // API requests, app messages, user deliveries
+		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
+		len(appBoundLabels) // app backlog refusals
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

@@ -151,7 +151,12 @@
 //   - stompgate_app_messages_total{result}: SENDs to app destinations
 //     handed to the backend: ok (appended to the app stream), error (the
 //     append failed or timed out; the session was closed with ERROR
-//     "backend unavailable"), no_backend (none configured).
+//     "backend unavailable"), refused (the backlog the backend has not
+//     taken reached a bound; ERROR "backend busy"), no_backend (none
+//     configured).
+//   - stompgate_app_backlog_refusals_total{bound}: those refusals by the
+//     bound reached: principal, address, total (bytes waiting) or
+//     entries (messages waiting).
 //   - stompgate_api_requests_total{endpoint,code}: server API requests
 //     answered, by endpoint (publish, disconnect, sessions) and HTTP
 //     status (200, 202, 400, 401, 500, other); 401s are wrong keys.

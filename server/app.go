@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -27,6 +29,12 @@ import (
 //     not a silent drop: STOMP has no negative receipt, and a client that
 //     sent without a receipt would otherwise never learn of it. It
 //     reconnects and resends.
+//   - When the handler refuses the message because the backend has not
+//     taken earlier ones (it returns an *AppBacklogError), the session
+//     ends with ERROR "backend busy" (CloseAppBacklog), counted by the
+//     bound that was reached (AppBacklogObserver). The message is not
+//     kept: refusing is how a bounded backlog stays bounded without
+//     dropping messages that were already acknowledged.
 //   - Without a handler, the session ends with ERROR "no backend
 //     configured" (a protocol error of kind "no_backend").
 //
@@ -54,6 +62,9 @@ type AppMessage struct {
 	Principal string
 	// Session is the sender's session id (the CONNECTED session header).
 	Session string
+	// RemoteIP is the sender's address (see Config.ClientIP); the zero
+	// Addr when the server could not tell.
+	RemoteIP netip.Addr
 	// Headers are the SEND's user headers (not destination, receipt,
 	// transaction, content-length nor token). Do not modify them.
 	Headers []stompframe.Header
@@ -94,8 +105,51 @@ type BackendObserver interface {
 const (
 	AppOK        = "ok"
 	AppError     = "error"
+	AppRefused   = "refused" // an *AppBacklogError: the backlog is over a bound
 	AppNoBackend = KindNoBackend
 )
+
+// The bounds an AppHandler's backlog is held to, each the label of an
+// AppBacklogError and of AppBacklogObserver.AppRefused, defined once
+// here so that a metrics adapter resolves a counter for each of
+// AppBacklogBounds.
+const (
+	// AppBoundPrincipal: the bytes the sender's principal has waiting.
+	AppBoundPrincipal = "principal"
+	// AppBoundAddress: the bytes the sender's client address has waiting.
+	AppBoundAddress = "address"
+	// AppBoundTotal: the bytes every sender has waiting together.
+	AppBoundTotal = "total"
+	// AppBoundEntries: the number of messages waiting, whatever their size.
+	AppBoundEntries = "entries"
+)
+
+// AppBacklogBounds returns every bound an AppBacklogError names; the slice
+// is a fresh copy.
+func AppBacklogBounds() []string {
+	return []string{AppBoundPrincipal, AppBoundAddress, AppBoundTotal, AppBoundEntries}
+}
+
+// AppBacklogError is the error an AppHandler returns when it refuses a
+// message because the backend has not yet taken earlier ones and taking
+// this one would pass Bound, one of the AppBound constants. The server
+// ends the session with ERROR "backend busy" (CloseAppBacklog) and counts
+// the refusal by Bound.
+type AppBacklogError struct {
+	Bound string
+}
+
+func (e *AppBacklogError) Error() string {
+	return "server: app backlog over its " + e.Bound + " bound"
+}
+
+// AppBacklogObserver is an Observer that also counts app messages refused
+// by an AppBacklogError; the server checks its Observer for it.
+// metrics.Metrics implements it.
+type AppBacklogObserver interface {
+	// AppRefused reports one refusal by the bound that was reached.
+	AppRefused(bound string)
+}
 
 // isApp reports whether dest is an app destination.
 func (s *Server) isApp(dest string) bool {
@@ -128,9 +182,20 @@ func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 		Destination: m.Destination,
 		Principal:   s.principalName(),
 		Session:     s.st.ID,
+		RemoteIP:    s.st.RemoteIP,
 		Headers:     m.Headers(),
 		Body:        m.Body(),
 	})
+	if be := (*AppBacklogError)(nil); errors.As(err, &be) {
+		s.srv.appHandled(AppRefused)
+		if s.srv.backlog != nil {
+			s.srv.backlog.AppRefused(be.Bound)
+		}
+		s.fail(ending{reason: CloseAppBacklog, kind: "app_backlog", receipt: receipt,
+			headers: []stompframe.Header{{Name: "bound", Value: be.Bound}},
+			detail:  "the backend has not yet taken earlier messages (" + be.Bound + " bound reached); this one was not taken: send it again later"})
+		return true
+	}
 	if err != nil {
 		s.srv.appHandled(AppError)
 		s.srv.cfg.Logger.Warn("app message not taken by the backend", "session", s.st.ID, "destination", m.Destination, "err", err)

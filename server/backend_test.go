@@ -3,10 +3,15 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
@@ -281,6 +286,38 @@ func TestAppHandlerErrorEndsSession(t *testing.T) {
 	waitFor(t, func() bool { return ts.obs.closedCount(CloseBackendError) == 1 })
 }
 
+// A handler that refuses for its backlog ends the session with ERROR
+// "backend busy" naming the bound, closes it with 1013, and the refusal
+// is counted by bound; the handler saw the sender's address.
+func TestAppBacklogRefusalEndsSession(t *testing.T) {
+	var from atomic.Value
+	h := AppHandlerFunc(func(_ context.Context, m AppMessage) error {
+		from.Store(m.RemoteIP)
+		return fmt.Errorf("appending: %w", &AppBacklogError{Bound: AppBoundAddress})
+	})
+	obs := &backendObserver{countingObserver: &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}, app: map[string]int{}}
+	ts := startServer(t, Config{AppHandler: h, Observer: obs})
+	c := dialRaw(t, ts.url)
+	c.Connect()
+	c.Send("SEND\ndestination:/app/move\nreceipt:s\n\nb2\x00")
+	e := c.Expect("ERROR")
+	if e.Get("message") != "backend busy" || e.Get("receipt-id") != "s" || e.Get("bound") != AppBoundAddress {
+		t.Fatalf("ERROR %v", e.Headers)
+	}
+	if code := c.ExpectClosed(); code != websocket.StatusTryAgainLater {
+		t.Fatalf("close %d, want 1013", code)
+	}
+	waitFor(t, func() bool { return obs.closedCount(CloseAppBacklog) == 1 })
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.app[AppRefused] != 1 || obs.refused[AppBoundAddress] != 1 {
+		t.Fatalf("app results %v, refusals %v; want one refused by address", obs.app, obs.refused)
+	}
+	if ip, _ := from.Load().(netip.Addr); !ip.IsLoopback() {
+		t.Fatalf("AppMessage.RemoteIP = %v, want the loopback client", ip)
+	}
+}
+
 func TestAppWithoutHandler(t *testing.T) {
 	ts := startServer(t, Config{AppPrefix: "/backend/"})
 	c := dialRaw(t, ts.url)
@@ -341,12 +378,21 @@ func waitFor(t *testing.T, cond func() bool) {
 // events.
 type backendObserver struct {
 	*countingObserver
-	mu   sync.Mutex
-	user int
-	app  map[string]int
+	mu      sync.Mutex
+	user    int
+	app     map[string]int
+	refused map[string]int
 }
 
 func (o *backendObserver) UserDelivered() { o.mu.Lock(); o.user++; o.mu.Unlock() }
+func (o *backendObserver) AppRefused(bound string) {
+	o.mu.Lock()
+	if o.refused == nil {
+		o.refused = map[string]int{}
+	}
+	o.refused[bound]++
+	o.mu.Unlock()
+}
 func (o *backendObserver) AppHandled(r string) {
 	o.mu.Lock()
 	o.app[r]++

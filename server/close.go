@@ -94,6 +94,9 @@ var (
 	// CloseBackendError: the AppHandler did not take an app message (see
 	// AppHandler).
 	CloseBackendError = defineClose("backend_error", wsconn.StatusTryAgainLater, "backend unavailable")
+	// CloseAppBacklog: the AppHandler refused an app message because the
+	// backend has not taken earlier ones (see AppBacklogError).
+	CloseAppBacklog = defineClose("app_backlog", wsconn.StatusTryAgainLater, "backend busy")
 	// CloseDisconnected: the program ended the session (Server.Disconnect,
 	// the HTTP API's disconnect).
 	CloseDisconnected = defineClose("disconnected", wsconn.StatusPolicyViolation, "disconnected by the server")

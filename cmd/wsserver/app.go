@@ -34,7 +34,8 @@ type app struct {
 	metrics  *metrics.Metrics
 	limiter  *handshake.Limiter
 	redis    redis.UniversalClient
-	relay    *relay.Relay // nil without -relay
+	appRedis redis.UniversalClient // the -app-redis-url; nil without it
+	relay    *relay.Relay          // nil without -relay
 	// jwks is the key set of -jwt-jwks-url, fetched in the background
 	// until close; nil without it.
 	jwks     *jwtauth.JWKS
@@ -81,6 +82,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
 		a.redis = client
+		if err := checkEviction(client, "redis-url", st, logger); err != nil {
+			return nil, err
+		}
 		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client, Timeout: st.redisTimeout})
 		if err != nil {
 			return nil, err
@@ -112,7 +116,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
-	appHandler, err := a.newAppHandler(st)
+	appHandler, err := a.newAppHandler(st, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -286,5 +290,8 @@ func (a *app) close() {
 	a.fanout.close()
 	if a.redis != nil {
 		_ = a.redis.Close()
+	}
+	if a.appRedis != nil {
+		_ = a.appRedis.Close()
 	}
 }
