@@ -499,6 +499,8 @@ func TestNewRedisStorePipelineConfig(t *testing.T) {
 		{name: "off", cfg: RedisConfig{MaxBatch: -1}},
 		{name: "negative queue", cfg: RedisConfig{MaxQueue: -1}, wantErr: "handshake: RedisConfig.MaxQueue -1 is negative"},
 		{name: "negative pipelines", cfg: RedisConfig{MaxPipelines: -2}, wantErr: "handshake: RedisConfig.MaxPipelines -2 is negative"},
+		{name: "negative queue wait", cfg: RedisConfig{MaxQueueWait: -time.Second}, wantErr: "handshake: RedisConfig.MaxQueueWait -1s is negative"},
+		{name: "negative timeouts to fail", cfg: RedisConfig{TimeoutsToFail: -1}, wantErr: "handshake: RedisConfig.TimeoutsToFail -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
