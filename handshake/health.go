@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,6 +31,8 @@ const DefaultTimeoutsToFail = 3
 // a pipeline of 100 decisions that timed out is one timeout, not 100.
 type health struct {
 	timeoutsToFail int64
+	// timeout is RedisConfig.Timeout, the bound of a round trip.
+	timeout time.Duration
 	// timeouts counts the round trips in a row that timed out.
 	timeouts atomic.Int64
 	// broken is set by a round trip that failed otherwise, cleared by
@@ -37,15 +40,24 @@ type health struct {
 	broken atomic.Bool
 }
 
-// roundTrip records the outcome of one round trip to Redis. parent is the
+// roundTrip records the outcome of one round trip to Redis that took
+// took, from writing its command to learning its outcome. parent is the
 // context the caller gave (nil for the pipeline's own): a round trip cut
 // short because its caller went away says nothing about Redis.
-func (h *health) roundTrip(parent context.Context, err error) {
+//
+// A timeout noticed more than a whole Timeout after its deadline (took
+// above twice Timeout) is not counted: the goroutine waiting for the
+// answer was kept from running that long, so this server's CPU, not
+// Redis, is the likelier cause (a saturated server cannot read an answer
+// that has arrived), and a Redis that hangs on an idle server is noticed
+// at its deadline.
+func (h *health) roundTrip(parent context.Context, took time.Duration, err error) {
 	switch {
 	case err == nil:
 		h.timeouts.Store(0)
 		h.broken.Store(false)
 	case parent != nil && parent.Err() != nil:
+	case isTimeout(err) && took > 2*h.timeout:
 	case isTimeout(err):
 		h.timeouts.Add(1)
 	default:
@@ -78,7 +90,10 @@ type dialWatch struct{ h *health }
 func (w dialWatch) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := next(ctx, network, addr)
-		if err != nil && !errors.Is(err, context.Canceled) {
+		// A dial cut short by its context, or slower than it allowed
+		// (a busy server dials slowly too), is judged by the round trip
+		// that waited for it, as a timeout.
+		if err != nil && !errors.Is(err, context.Canceled) && !isTimeout(err) {
 			w.h.broken.Store(true)
 		}
 		return c, err

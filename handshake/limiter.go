@@ -99,8 +99,10 @@ type Config struct {
 // A decision that misses its answer while Redis is not judged failing
 // (the queue was full, it waited RedisConfig.MaxQueueWait, or its one
 // round trip timed out) is this server's backlog or a hiccup, not an
-// outage: it is decided in Memory, whatever FailClosed says, and
-// Result.Local says why. Every request Redis admits is also counted in
+// outage: it is decided in Memory, whatever FailClosed says, for a key
+// Memory holds no state for and with no other decision on its way, and
+// otherwise refused (a key in a flood gets no admission Redis did not
+// give); Result.Local says why. Every request Redis admits is also counted in
 // Memory, so Memory holds at least this instance's share of each key's
 // bucket: a key that flooded through Redis is not given a fresh burst by
 // such a decision or by fallback mode. No decision waits longer than
@@ -194,8 +196,9 @@ func New(cfg Config) (*Limiter, error) {
 			}
 			pctx, cancel := context.WithTimeout(ctx, l.redis.timeout)
 			defer cancel()
+			sent := time.Now()
 			err := l.redis.client.Ping(pctx).Err()
-			l.redis.health.roundTrip(ctx, err)
+			l.redis.health.roundTrip(ctx, time.Since(sent), err)
 			return err
 		},
 		Name:       "handshake",
@@ -255,8 +258,9 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 		return l.fallbackDecision(ctx, key, lim)
 	}
 	r, err := l.redis.Allow(ctx, key, lim)
+	others := 0
 	if tracked {
-		l.shed.release(key, start, r, err)
+		others = l.shed.release(key, start, r, err)
 	}
 	if err == nil {
 		l.fallback.Succeeded()
@@ -274,6 +278,13 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 		return l.fallbackDecision(ctx, key, lim)
 	}
 	local := localReason(err)
+	if others > 0 || l.memory.known(key, lim.Name) {
+		// Memory admits only a key it has not seen: one with other
+		// decisions on their way, or admitted lately, may be flooding,
+		// and Memory's answer, unknown to Redis, could admit it beyond
+		// the limit. An honest client's one request passes.
+		return Result{RetryAfter: drip(lim), Store: StoreLocal, Local: local}, nil
+	}
 	r, err = l.memory.Allow(ctx, key, lim)
 	r.Local = local
 	return r, err

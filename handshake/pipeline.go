@@ -260,6 +260,7 @@ func (p *pipeline) send(batch []*call) {
 	p.batches.Add(1)
 	p.decisions.Add(uint64(len(live)))
 
+	sent := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), p.store.timeout)
 	defer cancel()
 	chunks := p.chunks(live)
@@ -272,7 +273,7 @@ func (p *pipeline) send(batch []*call) {
 	_, execErr := pipe.Exec(ctx)
 	p.retryNoScript(ctx, chunks, cmds)
 
-	p.store.health.roundTrip(nil, roundTripErr(execErr, cmds))
+	p.store.health.roundTrip(nil, time.Since(sent), roundTripErr(execErr, cmds))
 	failed := false
 	for i, ch := range chunks {
 		err := cmds[i].Err()
@@ -302,12 +303,14 @@ func (p *pipeline) send(batch []*call) {
 // roundTripErr is the outcome of one pipeline for the store's health: an
 // error other than a timeout if any command has one (a node refused or
 // reset the connection, or answered with an error), else a timeout if
-// any timed out, else nil.
+// any timed out, else nil. NOSCRIPT left after a failed SCRIPT LOAD is
+// an answer from a live Redis, not a failure of it: the load's own
+// timeout, if any, was the trouble.
 func roundTripErr(execErr error, cmds []*redis.Cmd) error {
 	var timeout error
 	for _, c := range cmds {
 		switch err := c.Err(); {
-		case err == nil:
+		case err == nil, redis.HasErrorPrefix(err, "NOSCRIPT"):
 		case isTimeout(err):
 			timeout = err
 		default:
@@ -318,6 +321,9 @@ func roundTripErr(execErr error, cmds []*redis.Cmd) error {
 		return timeout
 	}
 	// A hook may fail the pipeline without failing its commands.
+	if redis.HasErrorPrefix(execErr, "NOSCRIPT") {
+		return nil
+	}
 	return execErr
 }
 

@@ -161,6 +161,7 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	}
 	s := &RedisStore{client: cfg.Client, timeout: cfg.Timeout, queueWait: cfg.MaxQueueWait, prefix: cfg.Prefix}
 	s.health.timeoutsToFail = int64(cfg.TimeoutsToFail)
+	s.health.timeout = cfg.Timeout
 	cfg.Client.AddHook(dialWatch{&s.health})
 	if cfg.MaxBatch > 0 {
 		s.pipe = newPipeline(s, cfg.MaxBatch, cfg.MaxQueue, cfg.MaxPipelines)
@@ -217,6 +218,7 @@ func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, er
 func (s *RedisStore) allowAlone(parent context.Context, key string, l Limit) (Result, error) {
 	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
+	sent := time.Now()
 
 	keys := []string{s.bucketKey(key, l.Name), s.banKey(key)}
 	var cmd *redis.Cmd
@@ -226,7 +228,7 @@ func (s *RedisStore) allowAlone(parent context.Context, key string, l Limit) (Re
 		cmd = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst)
 	}
 	r, err := decisionOf(cmd)
-	s.health.roundTrip(parent, cmd.Err())
+	s.health.roundTrip(parent, time.Since(sent), cmd.Err())
 	if err != nil {
 		s.followCluster()
 		return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
@@ -257,13 +259,14 @@ func (s *RedisStore) Ban(ctx context.Context, key string, d time.Duration) error
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	sent := time.Now()
 	var err error
 	if ms := banMs(d); ms > 0 {
 		err = s.client.Set(ctx, s.banKey(key), "1", time.Duration(ms)*time.Millisecond).Err()
 	} else {
 		err = s.client.Del(ctx, s.banKey(key)).Err()
 	}
-	s.health.roundTrip(parent, err)
+	s.health.roundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return fmt.Errorf("handshake: redis ban: %w", err)
@@ -282,10 +285,11 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	sent := time.Now()
 	// PTTL answers -2 for a missing key and -1 for one without expiry;
 	// go-redis passes both through unscaled.
 	d, err := s.client.PTTL(ctx, s.banKey(key)).Result()
-	s.health.roundTrip(parent, err)
+	s.health.roundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return 0, false, fmt.Errorf("handshake: redis ban check: %w", err)

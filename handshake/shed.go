@@ -24,15 +24,18 @@ const (
 	// Config.MaxInFlightPerKey decisions on their way to Redis
 	// (Result.Store StoreLocal).
 	LocalInFlight = "in_flight"
-	// LocalQueueFull: the Redis queue was full (ErrQueueFull); decided in
-	// Memory.
+	// LocalQueueFull: the Redis queue was full (ErrQueueFull).
 	LocalQueueFull = "queue_full"
 	// LocalQueueWait: the decision waited RedisConfig.MaxQueueWait
-	// without being sent (ErrQueueWait); decided in Memory.
+	// without being sent (ErrQueueWait).
 	LocalQueueWait = "queue_wait"
 	// LocalTimeout: the decision's round trip failed (timed out, mostly)
-	// but Redis is not judged failing (RedisConfig.TimeoutsToFail);
-	// decided in Memory.
+	// but Redis is not judged failing (RedisConfig.TimeoutsToFail).
+	//
+	// These three are decided in Memory (Result.Store StoreMemory) for a
+	// key Memory holds no state for and with no other decision on its
+	// way, and otherwise refused (Store StoreLocal): a key that floods
+	// gets no admission Redis did not give.
 	LocalTimeout = "timeout"
 )
 
@@ -113,9 +116,7 @@ func (t *shedTable) acquire(key string, l Limit, now time.Time) (r Result, shed,
 		limit = l.Burst + 1
 	}
 	if limit > 0 && e.inFlight >= limit {
-		// Retry when the bucket has drained one request, if ever.
-		drip := time.Duration((1_000_000+l.Rate-1)/l.Rate) * time.Millisecond
-		return Result{RetryAfter: drip, Store: StoreLocal, Local: LocalInFlight}, true, false
+		return Result{RetryAfter: drip(l), Store: StoreLocal, Local: LocalInFlight}, true, false
 	}
 	e.inFlight++
 	sh.keys[key] = e
@@ -128,8 +129,9 @@ func (t *shedTable) acquire(key string, l Limit, now time.Time) (r Result, shed,
 // start is no later than the moment Redis decided, and Redis truncates its
 // clock to the millisecond, so the local refusal ends no later than
 // Redis's: every request refused this way is one Redis would refuse too,
-// unless the key's ban is lifted early on another instance.
-func (t *shedTable) release(key string, start time.Time, r Result, err error) {
+// unless the key's ban is lifted early on another instance. It returns how
+// many other decisions for key are still on their way.
+func (t *shedTable) release(key string, start time.Time, r Result, err error) (others int) {
 	sh := t.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -143,9 +145,10 @@ func (t *shedTable) release(key string, start time.Time, r Result, err error) {
 	}
 	if e.inFlight <= 0 && e.until <= ns {
 		delete(sh.keys, key)
-		return
+		return 0
 	}
 	sh.keys[key] = e
+	return e.inFlight
 }
 
 // forget drops what the table knows of key's refusal (a ban was lifted).
@@ -173,6 +176,12 @@ func (sh *shedShard) sweepLocked(ns int64) bool {
 		}
 	}
 	return len(sh.keys) < sh.max
+}
+
+// drip is the time l's bucket takes to drain one request: the Retry-After
+// of a refusal made without knowing the bucket.
+func drip(l Limit) time.Duration {
+	return time.Duration((1_000_000+l.Rate-1)/l.Rate) * time.Millisecond
 }
 
 // ceilMs rounds d up to whole milliseconds, at least 1 ms, as every

@@ -188,25 +188,27 @@ func TestRedisStoreQueueWait(t *testing.T) {
 
 // TestHealth steps the judgement of Redis through round trips.
 func TestHealth(t *testing.T) {
-	h := health{timeoutsToFail: 3}
+	h := health{timeoutsToFail: 3, timeout: 50 * time.Millisecond}
 	refused := errors.New("dial tcp: connection refused")
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
 	for i, step := range []struct {
 		parent context.Context
+		took   time.Duration
 		err    error
 		want   bool
 	}{
-		{nil, context.DeadlineExceeded, false},
-		{nil, fmt.Errorf("i/o: %w", context.DeadlineExceeded), false},
-		{gone, refused, false}, // the caller left: nothing learnt
-		{nil, context.DeadlineExceeded, true},
-		{nil, nil, false},
-		{nil, refused, true},
-		{nil, context.DeadlineExceeded, true},
-		{nil, nil, false},
+		{nil, 50 * time.Millisecond, context.DeadlineExceeded, false},
+		{nil, 60 * time.Millisecond, fmt.Errorf("i/o: %w", context.DeadlineExceeded), false},
+		{gone, time.Millisecond, refused, false},                       // the caller left: nothing learnt
+		{nil, 300 * time.Millisecond, context.DeadlineExceeded, false}, // noticed late: this server's CPU
+		{nil, 51 * time.Millisecond, context.DeadlineExceeded, true},
+		{nil, time.Millisecond, nil, false},
+		{nil, time.Millisecond, refused, true},
+		{nil, 300 * time.Millisecond, context.DeadlineExceeded, true},
+		{nil, time.Millisecond, nil, false},
 	} {
-		h.roundTrip(step.parent, step.err)
+		h.roundTrip(step.parent, step.took, step.err)
 		if got := h.failing(); got != step.want {
 			t.Errorf("step %d: after %v, failing() = %v, want %v", i, step.err, got, step.want)
 		}

@@ -80,7 +80,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
 		a.redis = client
-		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client, Timeout: st.redisTimeout})
+		rcfg := handshake.RedisConfig{Client: client, Timeout: st.redisTimeout}
+		st.limiterConfig(&hcfg, &rcfg)
+		rs, err := handshake.NewRedisStore(rcfg)
 		if err != nil {
 			return nil, err
 		}
