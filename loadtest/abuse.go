@@ -44,22 +44,26 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	floodConns      int
+	handshakeRate   float64
+	handshakeBurst  int
 }
 
 // The attacks, in the order they run.
 const (
-	attackReceipts    = "receipts"
-	attackCommitBurst = "commit-burst"
-	attackTxFill      = "tx-fill"
-	attackUTF8        = "utf8"
-	attackSubChurn    = "sub-churn"
-	attackHTTPIdle    = "http-idle"
-	attackSilent      = "silent"
-	attackPerIP       = "sessions-per-ip"
+	attackReceipts     = "receipts"
+	attackCommitBurst  = "commit-burst"
+	attackTxFill       = "tx-fill"
+	attackUTF8         = "utf8"
+	attackSubChurn     = "sub-churn"
+	attackHTTPIdle     = "http-idle"
+	attackSilent       = "silent"
+	attackPerIP        = "sessions-per-ip"
+	attackUpgradeFlood = "upgrade-flood"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackUpgradeFlood}
 
 // Abuse defaults, each with its reason.
 const (
@@ -134,6 +138,11 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	// 5,000 connections from one address, as first observed; the
+	// handshake zone's default numbers, 3 r/s burst 5.
+	fs.IntVar(&c.floodConns, "flood-connections", 5000, "upgrade-flood: keep-alive connections of the flooding address")
+	fs.Float64Var(&c.handshakeRate, "handshake-rate", 3, "the server's handshake rate per address (r/s), for the upgrade-flood target")
+	fs.IntVar(&c.handshakeBurst, "handshake-burst", 5, "the server's handshake burst per address, for the upgrade-flood target")
 	return fs
 }
 
@@ -187,7 +196,7 @@ func (c *abuseConfig) validate() error {
 		count("honest-subscribers", c.honestSubs), count("honest-publishers", c.honestPubs),
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
-		count("silent-sessions", c.silentSessions),
+		count("silent-sessions", c.silentSessions), count("flood-connections", c.floodConns),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -261,6 +270,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackUpgradeFlood:
+		return &upgradeFloodAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }
