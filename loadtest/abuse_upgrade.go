@@ -92,6 +92,7 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 	defer cancel()
 	var (
 		admitted, refused, failed atomic.Int64
+		conns, serverClosed       atomic.Int64
 		mu                        sync.Mutex
 		notes                     []string
 		wg                        sync.WaitGroup
@@ -119,6 +120,7 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 					}
 					continue
 				}
+				conns.Add(1)
 				if tlsCfg != nil {
 					c = tls.Client(c, tlsCfg)
 				}
@@ -130,6 +132,9 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 					}
 					resp, err := http.ReadResponse(br, nil)
 					if err != nil {
+						if fctx.Err() == nil {
+							serverClosed.Add(1)
+						}
 						break
 					}
 					_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxHTTPBody))
@@ -174,8 +179,12 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 	wg.Wait()
 	secs := time.Since(start).Seconds()
 	limit := float64(cfg.handshakeBurst+1) + float64(int64(cfg.handshakeRate*secs))
-	// Admitted upgrades are closed at once: counted in Figures, not as
-	// sessions held.
+	// Sessions counts the flood's connections: an admitted upgrade ends
+	// its connection (closed by the attacker), as does the end of the
+	// attack; ClosedByServer those the server closed.
+	rep.Sessions = int(conns.Load())
+	rep.ClosedByServer = int(serverClosed.Load())
+	rep.Open = rep.Sessions - rep.ClosedByServer
 	rep.Refused = refused.Load()
 	rep.FramesWritten = admitted.Load() + refused.Load()
 	rep.Notes = notes
