@@ -15,10 +15,16 @@ var ErrInvalidLimit = errors.New("handshake: invalid limit")
 var ErrEmptyKey = errors.New("handshake: empty key")
 
 // ErrQueueFull is wrapped by the error of RedisStore.Allow when
-// RedisConfig.MaxQueue decisions are already waiting for a pipeline: Redis
-// is not keeping up, and the decision is better made without it than after
-// the handshake's Timeout.
+// RedisConfig.MaxQueue decisions are already waiting for a pipeline: the
+// server has more decisions in hand than it sends, and the decision is
+// better made without Redis than after a long wait. It is this server's
+// backlog, not a Redis failure.
 var ErrQueueFull = errors.New("handshake: redis decision queue full")
+
+// ErrQueueWait is wrapped by the error of RedisStore.Allow when a decision
+// waited RedisConfig.MaxQueueWait in the queue without being sent. Like
+// ErrQueueFull it says nothing about Redis.
+var ErrQueueWait = errors.New("handshake: redis decision waited too long to be sent")
 
 // ErrInvalidConfig is wrapped by the errors of NewMemoryStore, NewRedisStore,
 // New, Middleware and the flag parsers; the message names the setting and

@@ -29,6 +29,10 @@ const (
 	// StoreNone: no store answered; the Limiter refused the request itself
 	// because Redis failed and Config.FailClosed is set.
 	StoreNone = "none"
+	// StoreLocal: no store was asked; the Limiter refused the request
+	// itself, shedding it, because Redis refused the key moments ago or
+	// has enough of its decisions on their way (Result.Local says which).
+	StoreLocal = "local"
 )
 
 // Limit is one zone's numbers, in the units nginx's limit_req uses
@@ -95,9 +99,15 @@ type Result struct {
 	// it unchanged. Burst - ceil(Excess/1000) more requests would pass now.
 	Excess int64
 	// Store names what answered: StoreRedis, StoreMemory (also for a
-	// decision made by the in-process fallback while Redis is down) or
-	// StoreNone (refused by Config.FailClosed while Redis is down).
+	// decision made by the in-process fallback while Redis is down),
+	// StoreNone (refused by Config.FailClosed while Redis is down) or
+	// StoreLocal (shed: refused without asking Redis).
 	Store string
+	// Local says why the Limiter answered without Redis although Redis is
+	// not judged failing: LocalRefused or LocalInFlight (shed, Store
+	// StoreLocal), LocalQueueFull, LocalQueueWait or LocalTimeout
+	// (decided in Memory). Empty otherwise.
+	Local string
 	// Banned reports that the request was refused because its key is
 	// banned (see Banner), not because of its rate. Allowed is then false.
 	Banned bool

@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -59,6 +60,21 @@ type Config struct {
 	// Logger receives a Warn when fallback mode starts and an Info when it
 	// ends; nothing per request. Nil means slog.Default().
 	Logger *slog.Logger
+	// ShedKeys bounds the keys the Limiter remembers in order to shed
+	// decisions for them locally, before they queue for Redis (see
+	// Limiter): a key is kept while Redis's refusal of it lasts or while
+	// it has decisions on their way. When the bound is reached a new key
+	// is not remembered and its decisions go to Redis unshed. Zero means
+	// DefaultShedKeys; negative turns shedding off.
+	ShedKeys int
+	// MaxInFlightPerKey is the most decisions for one key on their way to
+	// Redis at once; one more is refused locally (Result.Local
+	// LocalInFlight, RetryAfter the time the bucket takes to drain one
+	// request). Zero means the limit's Burst+1, the most requests that can
+	// pass at one instant; negative means no bound. A value below
+	// Burst+1 refuses part of a burst that Redis would let through.
+	// Unused with ShedKeys negative.
+	MaxInFlightPerKey int
 	// Observer, if not nil, is told about decisions, store errors and
 	// fallback changes.
 	Observer Observer
@@ -70,12 +86,41 @@ type Config struct {
 // Limiter is the Store the middleware uses: Redis when it answers, the
 // in-process MemoryStore (or a refusal, with FailClosed) when it does not.
 //
-// On a Redis error or timeout (RedisConfig.Timeout, 50ms by default) the
-// Limiter enters fallback mode: it logs once, notifies the Observer and
-// decides in memory. While in fallback, one request per RetryInterval tries
-// Redis again; the first success leaves fallback mode. No decision waits
-// longer than one Redis timeout. A request whose own context ends is not a
-// Redis failure: Allow returns the context's error.
+// Fallback mode starts only on evidence that Redis itself is failing: a
+// round trip that failed with a refused or reset connection or an error
+// reply, or RedisConfig.TimeoutsToFail round trips in a row that timed out
+// (RedisConfig.Timeout, 50ms by default, measured from when the command is
+// written). Then the Limiter logs once, notifies the Observer and decides
+// in memory (or refuses, with FailClosed). While in fallback, one request
+// per RetryInterval tries Redis again; the first success leaves fallback
+// mode. A request whose own context ends is not a Redis failure: Allow
+// returns the context's error.
+//
+// A decision that misses its answer while Redis is not judged failing
+// (the queue was full, it waited RedisConfig.MaxQueueWait, or its one
+// round trip timed out) is this server's backlog or a hiccup, not an
+// outage: it is decided in Memory, whatever FailClosed says, for a key
+// Memory holds no state for and with no other decision on its way, and
+// otherwise refused (a key in a flood gets no admission Redis did not
+// give); Result.Local says why. Every request Redis admits is also counted in
+// Memory, so Memory holds at least this instance's share of each key's
+// bucket: a key that flooded through Redis is not given a fresh burst by
+// such a decision or by fallback mode. No decision waits longer than
+// MaxQueueWait + Timeout.
+//
+// One key cannot fill the queue for others: decisions are shed, refused
+// locally without asking Redis (Result.Store StoreLocal), when Redis
+// refused the key within the Retry-After it gave (LocalRefused), or when
+// MaxInFlightPerKey of its decisions are already on their way
+// (LocalInFlight). Shedding keeps limit_req's answers: a request refused
+// as LocalRefused is one Redis would refuse too (the local refusal ends
+// no later than Redis's, see shedTable.release), except after a ban lifted
+// early on another instance (a ban lifted through this Limiter's Ban is
+// forgotten at once). A request refused as LocalInFlight is one Redis
+// would refuse too as long as the Burst+1 decisions ahead of it and it are
+// decided within one drip of the bucket (1000/rate ms, 333 ms at 3 r/s):
+// from rest at most Burst+1 requests pass at once, and a decision takes
+// about a round trip.
 //
 // While in fallback mode a background probe (Config.ProbeInterval) also
 // tries Redis, so that the Limiter leaves fallback mode, and tells its
@@ -89,6 +134,8 @@ type Limiter struct {
 	failClosed bool
 	observer   Observer
 	now        func() time.Time
+	// shed sheds decisions locally; nil when Config.ShedKeys is negative.
+	shed *shedTable
 
 	// fallback is the Redis outage state: the mode, the retry pacing and
 	// the background probe.
@@ -102,6 +149,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = DefaultRetryInterval
+	}
+	if cfg.ShedKeys == 0 {
+		cfg.ShedKeys = DefaultShedKeys
 	}
 	if cfg.ProbeInterval == 0 {
 		cfg.ProbeInterval = cfg.RetryInterval
@@ -129,6 +179,9 @@ func New(cfg Config) (*Limiter, error) {
 		observer:   cfg.Observer,
 		now:        cfg.Now,
 	}
+	if cfg.ShedKeys > 0 {
+		l.shed = newShedTable(cfg.ShedKeys, cfg.MaxInFlightPerKey)
+	}
 	mode := "deciding in process memory"
 	if cfg.FailClosed {
 		mode = "refusing every handshake (fail closed)"
@@ -141,9 +194,12 @@ func New(cfg Config) (*Limiter, error) {
 			if l.redis == nil {
 				return nil
 			}
-			ctx, cancel := context.WithTimeout(ctx, l.redis.timeout)
+			pctx, cancel := context.WithTimeout(ctx, l.redis.timeout)
 			defer cancel()
-			return l.redis.client.Ping(ctx).Err()
+			sent := time.Now()
+			err := l.redis.client.Ping(pctx).Err()
+			l.redis.health.roundTrip(ctx, time.Since(sent), err)
+			return err
 		},
 		Name:       "handshake",
 		Mode:       mode,
@@ -185,18 +241,86 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 	if l.redis == nil {
 		return l.memory.Allow(ctx, key, lim)
 	}
-	var r Result
-	useFallback, err := l.fallback.Try(ctx, start, func() (err error) {
-		r, err = l.redis.Allow(ctx, key, lim)
-		return err
-	})
-	if err != nil {
-		return Result{}, err
+	tracked := false
+	// In fallback mode decisions are made in memory, which costs little:
+	// shedding guards the queue for Redis.
+	if l.shed != nil && !l.fallback.Active() {
+		r, shed, t := l.shed.acquire(key, lim, start)
+		if shed {
+			return r, nil
+		}
+		tracked = t
 	}
-	if useFallback {
+	if !l.fallback.ShouldTry(start) {
+		if tracked {
+			l.shed.release(key, start, Result{}, errNotAsked)
+		}
 		return l.fallbackDecision(ctx, key, lim)
 	}
-	return r, nil
+	r, err := l.redis.Allow(ctx, key, lim)
+	others := 0
+	if tracked {
+		others = l.shed.release(key, start, r, err)
+	}
+	if err == nil {
+		l.fallback.Succeeded()
+		if r.Allowed {
+			// Memory keeps this instance's share of the bucket (see
+			// Limiter); its answer does not matter here.
+			_, _ = l.memory.Allow(ctx, key, lim)
+		}
+		return r, nil
+	}
+	if ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	if l.redisFailed(start, err) {
+		return l.fallbackDecision(ctx, key, lim)
+	}
+	local := localReason(err)
+	if others > 0 || l.memory.known(key, lim.Name) {
+		// Memory admits only a key it has not seen: one with other
+		// decisions on their way, or admitted lately, may be flooding,
+		// and Memory's answer, unknown to Redis, could admit it beyond
+		// the limit. An honest client's one request passes.
+		return Result{RetryAfter: drip(lim), Store: StoreLocal, Local: local}, nil
+	}
+	r, err = l.memory.Allow(ctx, key, lim)
+	r.Local = local
+	return r, err
+}
+
+// errNotAsked releases a shed slot whose decision never went to Redis.
+var errNotAsked = errors.New("handshake: redis not asked")
+
+// redisFailed handles err, the failure of one Redis call at now while
+// ctx is live: it reports whether Redis is judged failing, and if so
+// tells the Observer and starts (or prolongs) fallback mode. A failure
+// that does not make Redis failing yet (a timeout short of TimeoutsToFail)
+// is still a store error; one that never reached Redis (a full queue, a
+// long wait in it) is not.
+func (l *Limiter) redisFailed(now time.Time, err error) bool {
+	if !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrQueueWait) {
+		l.observer.StoreError(StoreRedis, err)
+	}
+	if !l.redis.failing() {
+		return false
+	}
+	l.fallback.Failed(now, err)
+	return true
+}
+
+// localReason is Result.Local for a decision whose Redis call failed with
+// err although Redis is not judged failing.
+func localReason(err error) string {
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		return LocalQueueFull
+	case errors.Is(err, ErrQueueWait):
+		return LocalQueueWait
+	default:
+		return LocalTimeout
+	}
 }
 
 func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (Result, error) {
@@ -214,6 +338,9 @@ func (l *Limiter) fallbackDecision(ctx context.Context, key string, lim Limit) (
 func (l *Limiter) Ban(ctx context.Context, key string, d time.Duration) error {
 	if err := l.memory.Ban(ctx, key, d); err != nil {
 		return err
+	}
+	if d <= 0 && l.shed != nil {
+		l.shed.forget(key)
 	}
 	if l.redis == nil {
 		return nil
@@ -233,8 +360,8 @@ func (l *Limiter) Ban(ctx context.Context, key string, d time.Duration) error {
 //
 // It asks Redis when Redis is configured and answers, and otherwise (no
 // Redis, or fallback mode) process memory, with the same fallback
-// bookkeeping as Allow: a Redis failure enters fallback mode and is
-// reported to the Observer, a successful probe leaves it. FailClosed does
+// bookkeeping as Allow: a failure that shows Redis failing enters fallback
+// mode, a failure is reported to the Observer, a successful probe leaves it. FailClosed does
 // not apply: a ban check that cannot reach Redis answers from memory, which
 // holds every ban this instance recorded (Ban writes memory first), and
 // otherwise answers not banned. Refusing every principal because Redis is
@@ -250,17 +377,20 @@ func (l *Limiter) Banned(ctx context.Context, key string) (retryAfter time.Durat
 	if l.redis == nil {
 		return l.memory.Banned(ctx, key)
 	}
-	useFallback, err := l.fallback.Try(ctx, l.now(), func() (err error) {
-		retryAfter, banned, err = l.redis.Banned(ctx, key)
-		return err
-	})
-	if err != nil {
-		return 0, false, err
-	}
-	if useFallback {
+	now := l.now()
+	if !l.fallback.ShouldTry(now) {
 		return l.memory.Banned(ctx, key)
 	}
-	return retryAfter, banned, nil
+	retryAfter, banned, err = l.redis.Banned(ctx, key)
+	if err == nil {
+		l.fallback.Succeeded()
+		return retryAfter, banned, nil
+	}
+	if ctx.Err() != nil {
+		return 0, false, ctx.Err()
+	}
+	l.redisFailed(now, err)
+	return l.memory.Banned(ctx, key)
 }
 
 // InFallback reports whether the Limiter is in fallback mode: Redis is

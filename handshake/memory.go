@@ -138,6 +138,17 @@ func (s *MemoryStore) AllowAt(now time.Time, key string, l Limit) (Result, error
 	return Result{Allowed: true, Excess: next.excess, Store: StoreMemory}, nil
 }
 
+// known reports whether the store holds state for key in zone: the key
+// made a request it admitted, within about the time its bucket takes to
+// drain.
+func (s *MemoryStore) known(key, zone string) bool {
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.index[memKey{zone: zone, key: key}]
+	return ok
+}
+
 // Ban is shorthand for BanAt(now(), key, d); ctx is not used.
 func (s *MemoryStore) Ban(_ context.Context, key string, d time.Duration) error {
 	return s.BanAt(s.now(), key, d)

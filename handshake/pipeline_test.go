@@ -89,6 +89,11 @@ func gatedStore(t *testing.T, client redis.UniversalClient, cfg RedisConfig) (*R
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 10 * time.Second
 	}
+	if cfg.MaxQueueWait == 0 {
+		// A held pipeline holds the queue behind it as long as a test
+		// wants.
+		cfg.MaxQueueWait = 10 * time.Second
+	}
 	if cfg.MaxPipelines == 0 {
 		cfg.MaxPipelines = 1
 	}
@@ -248,8 +253,10 @@ func TestRedisStorePipelineSameKeyInOneBatch(t *testing.T) {
 	}
 }
 
-// A full queue refuses at once with ErrQueueFull; the Limiter then decides
-// as it does when Redis fails, and the queued decisions are still answered.
+// A full queue refuses at once with ErrQueueFull; it is this server's
+// backlog, not Redis failing: the Limiter decides in memory, fail closed
+// or not, without fallback mode, and the queued decisions are still
+// answered.
 func TestRedisStorePipelineQueueFull(t *testing.T) {
 	s, g := gatedStore(t, nil, RedisConfig{MaxQueue: 3})
 	ctx := t.Context()
@@ -270,12 +277,8 @@ func TestRedisStorePipelineQueueFull(t *testing.T) {
 			t.Fatal(err)
 		}
 		r, err := l.Allow(ctx, "f", handshakeLimit)
-		want := StoreMemory
-		if failClosed {
-			want = StoreNone
-		}
-		if err != nil || r.Store != want || !l.InFallback() {
-			t.Errorf("Limiter (FailClosed %v) with a full queue = %+v, %v, fallback %v; want Store %s in fallback", failClosed, r, err, l.InFallback(), want)
+		if err != nil || r.Store != StoreMemory || !r.Allowed || r.Local != LocalQueueFull || l.InFallback() {
+			t.Errorf("Limiter (FailClosed %v) with a full queue = %+v, %v, fallback %v; want allowed by memory as queue_full, no fallback", failClosed, r, err, l.InFallback())
 		}
 		_ = l.Close()
 	}
@@ -496,6 +499,8 @@ func TestNewRedisStorePipelineConfig(t *testing.T) {
 		{name: "off", cfg: RedisConfig{MaxBatch: -1}},
 		{name: "negative queue", cfg: RedisConfig{MaxQueue: -1}, wantErr: "handshake: RedisConfig.MaxQueue -1 is negative"},
 		{name: "negative pipelines", cfg: RedisConfig{MaxPipelines: -2}, wantErr: "handshake: RedisConfig.MaxPipelines -2 is negative"},
+		{name: "negative queue wait", cfg: RedisConfig{MaxQueueWait: -time.Second}, wantErr: "handshake: RedisConfig.MaxQueueWait -1s is negative"},
+		{name: "negative timeouts to fail", cfg: RedisConfig{TimeoutsToFail: -1}, wantErr: "handshake: RedisConfig.TimeoutsToFail -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,9 +12,10 @@ import (
 	"github.com/stompgate/stompgate/internal/fallback"
 )
 
-// DefaultTimeout is the default RedisConfig.Timeout: a decision that takes
-// longer is an error, and the Limiter answers from memory instead. A healthy
-// Redis on the same network answers in well under a millisecond.
+// DefaultTimeout is the default RedisConfig.Timeout: a round trip that
+// takes longer is an error (and, TimeoutsToFail in a row, a sign that
+// Redis is failing). A healthy Redis on the same network answers in well
+// under a millisecond.
 const DefaultTimeout = 50 * time.Millisecond
 
 // DefaultPrefix is the default RedisConfig.Prefix.
@@ -33,12 +34,21 @@ type RedisConfig struct {
 	// Cluster client (NewUniversalClient builds one from a URL). Its
 	// options must have ContextTimeoutEnabled set, or a hung server would
 	// hold each decision for the client's ReadTimeout instead of Timeout;
-	// NewUniversalClient sets it.
+	// NewUniversalClient sets it. NewRedisStore adds a hook to it that
+	// watches dials (on a Cluster client, whose nodes dial, it sees none:
+	// there a refused connection counts as a timeout).
 	Client redis.UniversalClient
-	// Timeout bounds each decision and each ban, from sending the script
-	// to reading its answer. Zero means DefaultTimeout; negative is an
-	// error.
+	// Timeout bounds each round trip to Redis (a pipeline of decisions, a
+	// ban, a ban check), from writing its command to reading its answer:
+	// it measures Redis, not how long a decision waited to be sent (see
+	// MaxQueueWait). Zero means DefaultTimeout; negative is an error.
 	Timeout time.Duration
+	// TimeoutsToFail is how many round trips in a row must time out
+	// before Redis counts as failing (see Limiter: only then does
+	// fallback mode start). A round trip that fails otherwise (refused
+	// or reset connection, error reply) counts at once. Zero means
+	// DefaultTimeoutsToFail; negative is an error.
+	TimeoutsToFail int
 	// Prefix starts every key the store writes. Empty means DefaultPrefix.
 	// It must not contain '{' or '}', which would change the hash tag.
 	Prefix string
@@ -49,10 +59,17 @@ type RedisConfig struct {
 	// round trip, as Allow did before pipelining.
 	MaxBatch int
 	// MaxQueue is the most decisions waiting for a pipeline. A decision
-	// that finds the queue full fails at once with ErrQueueFull, which the
-	// Limiter treats as a Redis failure (fallback mode); PipelineStats
-	// counts it. Zero means DefaultMaxQueue; negative is an error.
+	// that finds the queue full fails at once with ErrQueueFull;
+	// PipelineStats counts it. It is the server's own backlog, not a
+	// Redis failure: the Limiter decides it in memory without entering
+	// fallback mode. Zero means DefaultMaxQueue; negative is an error.
 	MaxQueue int
+	// MaxQueueWait bounds how long a decision waits in the queue for its
+	// pipeline to be written; one that waited longer is not sent and
+	// fails with ErrQueueWait, which, like ErrQueueFull, is not a Redis
+	// failure. A caller thus waits at most MaxQueueWait + Timeout. Zero
+	// means DefaultMaxQueueWait; negative is an error.
+	MaxQueueWait time.Duration
 	// MaxPipelines is the most pipelines in flight at once, each sent by
 	// its own goroutine. Zero means DefaultMaxPipelines; negative is an
 	// error.
@@ -80,9 +97,12 @@ type RedisConfig struct {
 // pipeline's goroutine; a store that is never closed leaves none behind
 // once its decisions are answered.
 type RedisStore struct {
-	client  redis.UniversalClient
-	timeout time.Duration
-	prefix  string
+	client    redis.UniversalClient
+	timeout   time.Duration
+	queueWait time.Duration
+	prefix    string
+	// health judges from the round trips whether Redis is failing.
+	health health
 	// pipe coalesces decisions; nil when MaxBatch is negative.
 	pipe *pipeline
 
@@ -127,7 +147,22 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if cfg.MaxQueue == 0 {
 		cfg.MaxQueue = DefaultMaxQueue
 	}
-	s := &RedisStore{client: cfg.Client, timeout: cfg.Timeout, prefix: cfg.Prefix}
+	if cfg.MaxQueueWait < 0 {
+		return nil, configErrorf("RedisConfig.MaxQueueWait %v is negative", cfg.MaxQueueWait)
+	}
+	if cfg.MaxQueueWait == 0 {
+		cfg.MaxQueueWait = DefaultMaxQueueWait
+	}
+	if cfg.TimeoutsToFail < 0 {
+		return nil, configErrorf("RedisConfig.TimeoutsToFail %d is negative", cfg.TimeoutsToFail)
+	}
+	if cfg.TimeoutsToFail == 0 {
+		cfg.TimeoutsToFail = DefaultTimeoutsToFail
+	}
+	s := &RedisStore{client: cfg.Client, timeout: cfg.Timeout, queueWait: cfg.MaxQueueWait, prefix: cfg.Prefix}
+	s.health.timeoutsToFail = int64(cfg.TimeoutsToFail)
+	s.health.timeout = cfg.Timeout
+	cfg.Client.AddHook(dialWatch{&s.health})
 	if cfg.MaxBatch > 0 {
 		s.pipe = newPipeline(s, cfg.MaxBatch, cfg.MaxQueue, cfg.MaxPipelines)
 	}
@@ -154,10 +189,12 @@ func (s *RedisStore) PipelineStats() PipelineStats {
 	return s.pipe.stats()
 }
 
-// Allow decides one request for key under l in Redis. The call is bounded
-// by Timeout; on any Redis error it returns the error and no decision, as
-// it does when ctx ends first. With coalescing on it fails with
-// ErrQueueFull (wrapped) when MaxQueue decisions are already waiting.
+// Allow decides one request for key under l in Redis. Its round trip is
+// bounded by Timeout (and, with coalescing on, its wait to be sent by
+// MaxQueueWait); on any Redis error it returns the error and no decision,
+// as it does when ctx ends first. With coalescing on it fails with
+// ErrQueueFull (wrapped) when MaxQueue decisions are already waiting, and
+// with ErrQueueWait when it waited MaxQueueWait without being sent.
 func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
@@ -178,9 +215,10 @@ func (s *RedisStore) Allow(ctx context.Context, key string, l Limit) (Result, er
 }
 
 // allowAlone is Allow in a round trip of its own.
-func (s *RedisStore) allowAlone(ctx context.Context, key string, l Limit) (Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+func (s *RedisStore) allowAlone(parent context.Context, key string, l Limit) (Result, error) {
+	ctx, cancel := context.WithTimeout(parent, s.timeout)
 	defer cancel()
+	sent := time.Now()
 
 	keys := []string{s.bucketKey(key, l.Name), s.banKey(key)}
 	var cmd *redis.Cmd
@@ -190,6 +228,7 @@ func (s *RedisStore) allowAlone(ctx context.Context, key string, l Limit) (Resul
 		cmd = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst)
 	}
 	r, err := decisionOf(cmd)
+	s.health.roundTrip(parent, time.Since(sent), cmd.Err())
 	if err != nil {
 		s.followCluster()
 		return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
@@ -217,14 +256,17 @@ func (s *RedisStore) Ban(ctx context.Context, key string, d time.Duration) error
 	if key == "" {
 		return ErrEmptyKey
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	sent := time.Now()
 	var err error
 	if ms := banMs(d); ms > 0 {
 		err = s.client.Set(ctx, s.banKey(key), "1", time.Duration(ms)*time.Millisecond).Err()
 	} else {
 		err = s.client.Del(ctx, s.banKey(key)).Err()
 	}
+	s.health.roundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return fmt.Errorf("handshake: redis ban: %w", err)
@@ -240,11 +282,14 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	if key == "" {
 		return 0, false, ErrEmptyKey
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	sent := time.Now()
 	// PTTL answers -2 for a missing key and -1 for one without expiry;
 	// go-redis passes both through unscaled.
 	d, err := s.client.PTTL(ctx, s.banKey(key)).Result()
+	s.health.roundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return 0, false, fmt.Errorf("handshake: redis ban check: %w", err)
@@ -254,6 +299,11 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	}
 	return d, true, nil
 }
+
+// failing reports whether the store's round trips say that Redis itself
+// is failing (see RedisConfig.TimeoutsToFail), as opposed to decisions
+// that failed on this side: a full queue, a long wait in it.
+func (s *RedisStore) failing() bool { return s.health.failing() }
 
 // followCluster schedules a reload of a Cluster client's slot map after a
 // failed call (see fallback.FollowCluster).

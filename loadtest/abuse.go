@@ -51,22 +51,24 @@ type abuseConfig struct {
 	appBody         int
 	appTotalBytes   int64
 	redisURL        string
+	floodConns      int
 }
 
 // The attacks, in the order they run.
 const (
-	attackReceipts    = "receipts"
-	attackCommitBurst = "commit-burst"
-	attackTxFill      = "tx-fill"
-	attackUTF8        = "utf8"
-	attackSubChurn    = "sub-churn"
-	attackHTTPIdle    = "http-idle"
-	attackSilent      = "silent"
-	attackPerIP       = "sessions-per-ip"
-	attackUserForge   = "user-forge"
-	attackSilentHB    = "silent-hb"
-	attackIPv6Prefix  = "ipv6-prefix"
-	attackAppFill     = "app-stream-fill"
+	attackReceipts     = "receipts"
+	attackCommitBurst  = "commit-burst"
+	attackTxFill       = "tx-fill"
+	attackUTF8         = "utf8"
+	attackSubChurn     = "sub-churn"
+	attackHTTPIdle     = "http-idle"
+	attackSilent       = "silent"
+	attackPerIP        = "sessions-per-ip"
+	attackUserForge    = "user-forge"
+	attackSilentHB     = "silent-hb"
+	attackIPv6Prefix   = "ipv6-prefix"
+	attackAppFill      = "app-stream-fill"
+	attackUpgradeFlood = "upgrade-flood"
 )
 
 var allAttacks = []string{
@@ -82,6 +84,7 @@ var allAttacks = []string{
 	attackUserForge,
 	attackIPv6Prefix,
 	attackAppFill,
+	attackUpgradeFlood,
 }
 
 // Abuse defaults, each with its reason.
@@ -164,12 +167,14 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent, silent-hb: sessions that negotiate no heart-beats (silent-hb: offer them every 24.8 days) and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
 	fs.IntVar(&c.ipv6Addresses, "ipv6-addresses", defaultIPv6Addresses, "ipv6-prefix: concurrent handshakes, each from a fresh address of one /64 told by X-Forwarded-For (the server must trust the tool: -trusted-proxies 127.0.0.0/8)")
-	fs.Float64Var(&c.handshakeRate, "handshake-rate", defaultHandshakeRate, "the server's handshake rate per client in r/s, for the ipv6-prefix target")
-	fs.IntVar(&c.handshakeBurst, "handshake-burst", defaultHandshakeBurst, "the server's handshake burst, for the ipv6-prefix target")
+	fs.Float64Var(&c.handshakeRate, "handshake-rate", defaultHandshakeRate, "the server's handshake rate per client in r/s, for the ipv6-prefix and upgrade-flood targets")
+	fs.IntVar(&c.handshakeBurst, "handshake-burst", defaultHandshakeBurst, "the server's handshake burst, for the ipv6-prefix and upgrade-flood targets")
 	fs.IntVar(&c.appSessions, "app-sessions", defaultAppSessions, "app-stream-fill: sessions sending app SENDs at the send limit at once (each ended one is replaced)")
 	fs.IntVar(&c.appBody, "app-size", defaultAppBody, "app-stream-fill: body size in bytes")
 	fs.Int64Var(&c.appTotalBytes, "app-stream-total-bytes", defaultAppTotalBytes, "the server's -app-stream-total-bytes, what app-stream-fill's Redis growth is judged against")
 	fs.StringVar(&c.redisURL, "redis-url", "", "app-stream-fill: the Redis holding the server's app stream, to read its used_memory (empty: not measured)")
+	// 5,000 connections from one address, as first observed.
+	fs.IntVar(&c.floodConns, "flood-connections", 5000, "upgrade-flood: keep-alive connections of the flooding address")
 	return fs
 }
 
@@ -224,8 +229,8 @@ func (c *abuseConfig) validate() error {
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
 		count("silent-sessions", c.silentSessions), count("ipv6-addresses", c.ipv6Addresses),
-		count("silent-sessions", c.silentSessions), count("app-sessions", c.appSessions),
-		size("app-size", c.appBody, 1),
+		count("app-sessions", c.appSessions),
+		size("app-size", c.appBody, 1), count("flood-connections", c.floodConns),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -313,6 +318,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &ipv6PrefixAttack{env: env}
 	case attackAppFill:
 		return &appFillAttack{env: env}
+	case attackUpgradeFlood:
+		return &upgradeFloodAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

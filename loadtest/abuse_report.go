@@ -195,6 +195,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	}
 	r.judgeIPv6Prefix(cfg, add)
 	r.judgeAppFill(cfg, add)
+	r.judgeUpgradeFlood(add)
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

@@ -69,6 +69,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		perIPRate:      defaultPerIPRate,
 		ipv6Addresses:  3, handshakeRate: defaultHandshakeRate, handshakeBurst: defaultHandshakeBurst,
 		appSessions: 2, appBody: 10_000, appTotalBytes: defaultAppTotalBytes,
+		floodConns: 20,
 	}
 	c.pid = pid
 	return c

@@ -71,6 +71,7 @@ func TestBoundedCardinality(t *testing.T) {
 	// The series New creates: one per label value of every metric.
 	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
 		len(server.HandshakeResults()) + 1 + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
+		numLocalReasons + // decisions made without Redis
 		numCommands*(2+numDropReasons) + len(server.ProtocolErrorKinds()) + 1 + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions

@@ -100,6 +100,10 @@
 //     calls.
 //   - stompgate_handshake_limiter_fallback (gauge): 1 while the limiter
 //     runs on its in-process store because Redis is unreachable, else 0.
+//   - stompgate_handshake_limiter_local_decisions_total{reason}: decisions
+//     made without Redis while Redis was not judged failing: refused and
+//     in_flight shed (refused without asking), queue_full, queue_wait and
+//     timeout decided in process memory.
 //   - stompgate_handshake_redis_batches_total,
 //     stompgate_handshake_redis_batched_decisions_total and
 //     stompgate_handshake_redis_queue_full_total: the Redis store's

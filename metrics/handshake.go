@@ -14,6 +14,7 @@ const (
 	storeOther = iota
 	storeRedis
 	storeMemory
+	storeLocal
 
 	numStores = iota
 )
@@ -22,6 +23,29 @@ var storeLabels = [numStores]string{
 	storeOther:  labelOther,
 	storeRedis:  "redis",
 	storeMemory: "memory",
+	storeLocal:  "local",
+}
+
+// The reason label of stompgate_handshake_limiter_local_decisions_total:
+// handshake.Result.Local's values.
+const (
+	localOther = iota
+	localRefused
+	localInFlight
+	localQueueFull
+	localQueueWait
+	localTimeout
+
+	numLocalReasons = iota
+)
+
+var localLabels = [numLocalReasons]string{
+	localOther:     labelOther,
+	localRefused:   "refused",
+	localInFlight:  "in_flight",
+	localQueueFull: "queue_full",
+	localQueueWait: "queue_wait",
+	localTimeout:   "timeout",
 }
 
 // LimiterDecisionBuckets are the upper bounds, in seconds, of
@@ -52,6 +76,9 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		"Handshake limiter store calls that failed, by store.", "store")
 	resolve(m.limiterDecision[:], storeLabels[:], decision.WithLabelValues)
 	resolve(m.limiterStoreErrors[:], storeLabels[:], storeErrors.WithLabelValues)
+	local := b.counterVec("stompgate_handshake_limiter_local_decisions_total",
+		"Handshake decisions made without Redis while Redis was not judged failing, by reason: refused and in_flight were shed (refused without asking), queue_full, queue_wait and timeout decided in process memory.", "reason")
+	resolve(m.limiterLocal[:], localLabels[:], local.WithLabelValues)
 	m.limiterFallback = b.gauge("stompgate_handshake_limiter_fallback",
 		"1 while the handshake limiter runs on its in-process fallback store because Redis is unreachable, else 0.")
 }
@@ -101,4 +128,17 @@ func (m *Metrics) SetLimiterFallback(active bool) {
 	} else {
 		m.limiterFallback.Set(0)
 	}
+}
+
+// LimiterLocalDecision counts a handshake decision made without Redis
+// while Redis was not judged failing
+// (stompgate_handshake_limiter_local_decisions_total{reason}). reason is
+// handshake.Result.Local: "refused" or "in_flight" (shed), "queue_full",
+// "queue_wait" or "timeout" (decided in memory); any other string is
+// counted as "other".
+func (m *Metrics) LimiterLocalDecision(reason string) {
+	if m == nil {
+		return
+	}
+	m.limiterLocal[labelIndex(localLabels[:], reason)].Inc()
 }

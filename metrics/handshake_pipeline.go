@@ -13,8 +13,11 @@ type HandshakePipelineStats struct {
 	Decisions uint64
 	// QueueFull is the number of decisions refused because the queue of
 	// decisions waiting for a pipeline was full (the limiter then decided
-	// them as in a Redis outage).
+	// them in process memory).
 	QueueFull uint64
+	// QueueWait is the number of decisions not sent because they waited
+	// too long in that queue (decided in process memory too).
+	QueueWait uint64
 }
 
 // NewHandshakePipelineCollector returns a collector that reads stats at
@@ -27,8 +30,10 @@ type HandshakePipelineStats struct {
 //     batch size: near 1 when handshakes arrive one at a time, growing
 //     with concurrency.
 //   - stompgate_handshake_redis_queue_full_total: decisions refused
-//     because the queue was full (the bound biting: Redis does not keep
-//     up with the handshakes).
+//     because the queue was full (the bound biting: the server has more
+//     handshakes in hand than it sends to Redis).
+//   - stompgate_handshake_redis_queue_wait_total: decisions not sent
+//     because they waited in the queue longer than its bound.
 //
 // Register it on the same registerer as New's collectors. stats must be
 // safe for concurrent use.
@@ -43,6 +48,8 @@ var (
 		"Handshake decisions carried by pipelines to Redis.", nil, nil)
 	handshakeQueueFullDesc = prometheus.NewDesc("stompgate_handshake_redis_queue_full_total",
 		"Handshake decisions refused because the queue for Redis was full.", nil, nil)
+	handshakeQueueWaitDesc = prometheus.NewDesc("stompgate_handshake_redis_queue_wait_total",
+		"Handshake decisions not sent to Redis because they waited too long in the queue.", nil, nil)
 )
 
 // handshakePipelineCollector is the prometheus.Collector of
@@ -55,6 +62,7 @@ func (c *handshakePipelineCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- handshakeBatchesDesc
 	ch <- handshakeBatchedDesc
 	ch <- handshakeQueueFullDesc
+	ch <- handshakeQueueWaitDesc
 }
 
 func (c *handshakePipelineCollector) Collect(ch chan<- prometheus.Metric) {
@@ -62,4 +70,5 @@ func (c *handshakePipelineCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(handshakeBatchesDesc, prometheus.CounterValue, float64(st.Batches))
 	ch <- prometheus.MustNewConstMetric(handshakeBatchedDesc, prometheus.CounterValue, float64(st.Decisions))
 	ch <- prometheus.MustNewConstMetric(handshakeQueueFullDesc, prometheus.CounterValue, float64(st.QueueFull))
+	ch <- prometheus.MustNewConstMetric(handshakeQueueWaitDesc, prometheus.CounterValue, float64(st.QueueWait))
 }

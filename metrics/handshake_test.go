@@ -67,6 +67,7 @@ func TestLimiterDecision(t *testing.T) {
 		"redis":  {3, 0.0007 + 0.03 + 1, map[float64]uint64{0.00005: 0, 0.001: 1, 0.05: 2, 0.25: 2}},
 		"memory": {2, 0.00002, map[float64]uint64{0.00005: 2, 0.001: 2, 0.05: 2, 0.25: 2}},
 		"other":  {1, 0.001, map[float64]uint64{0.00005: 0, 0.001: 1, 0.05: 1, 0.25: 1}},
+		"local":  {0, 0, map[float64]uint64{0.00005: 0, 0.001: 0, 0.05: 0, 0.25: 0}},
 	}
 	if got := len(mf.GetMetric()); got != len(wants) {
 		t.Errorf("decision histogram has %d series, want %d", got, len(wants))
@@ -154,6 +155,23 @@ func TestStoreLabelsAreTheLimiters(t *testing.T) {
 	for _, s := range []string{handshake.StoreRedis, handshake.StoreMemory} {
 		if got := storeLabels[labelIndex(storeLabels[:], s)]; got != s {
 			t.Errorf("storeLabels[labelIndex(storeLabels, %q)] = %q, want %q", s, got, s)
+		}
+	}
+}
+
+func TestLimiterLocalDecision(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	for _, r := range []string{handshake.LocalRefused, handshake.LocalRefused, handshake.LocalInFlight,
+		handshake.LocalQueueFull, handshake.LocalQueueWait, handshake.LocalTimeout, "bogus"} {
+		m.LimiterLocalDecision(r)
+	}
+	for _, tt := range []struct {
+		reason string
+		want   float64
+	}{{"refused", 2}, {"in_flight", 1}, {"queue_full", 1}, {"queue_wait", 1}, {"timeout", 1}, {"other", 1}} {
+		if got := sample(t, reg, "stompgate_handshake_limiter_local_decisions_total", "reason", tt.reason); got != tt.want {
+			t.Errorf("local_decisions_total{reason=%q} = %v, want %v", tt.reason, got, tt.want)
 		}
 	}
 }

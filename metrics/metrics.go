@@ -81,6 +81,7 @@ type Metrics struct {
 	limiterDecision    [numStores]prometheus.Observer
 	limiterStoreErrors [numStores]prometheus.Counter
 	limiterFallback    prometheus.Gauge
+	limiterLocal       [numLocalReasons]prometheus.Counter
 
 	framesReceived      [numCommands]prometheus.Counter
 	framesPassed        [numCommands]prometheus.Counter

@@ -85,7 +85,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		if err := checkEviction(client, "redis-url", st, logger); err != nil {
 			return nil, err
 		}
-		rs, err := handshake.NewRedisStore(handshake.RedisConfig{Client: client, Timeout: st.redisTimeout})
+		rcfg := handshake.RedisConfig{Client: client, Timeout: st.redisTimeout}
+		st.limiterConfig(&hcfg, &rcfg)
+		rs, err := handshake.NewRedisStore(rcfg)
 		if err != nil {
 			return nil, err
 		}

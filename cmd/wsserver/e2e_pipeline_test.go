@@ -12,7 +12,8 @@ import (
 // every decision it carried, the batches, and no full queue.
 func TestHandshakePipelineMetrics(t *testing.T) {
 	rs := testredis.Start(t)
-	base, _ := startApp(t, "-redis-url", rs.URL())
+	// Shedding off: every handshake of the one client address is sent.
+	base, _ := startApp(t, "-redis-url", rs.URL(), "-limiter-shed-keys", "0")
 	const handshakes = 20
 	var wg sync.WaitGroup
 	for range handshakes {

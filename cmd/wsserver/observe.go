@@ -45,6 +45,9 @@ func (o observer) Handshake(result *server.HandshakeResult) { o.m.Handshake(resu
 // by Handshake once the upgrade has gone through.
 func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 	o.m.LimiterDecision(r.Store, elapsed)
+	if r.Local != "" {
+		o.m.LimiterLocalDecision(r.Local)
+	}
 	switch {
 	case r.Allowed:
 	case r.Banned:

@@ -14,6 +14,6 @@ import (
 func (a *app) observeHandshakePipeline(rs *handshake.RedisStore) {
 	a.registry.MustRegister(metrics.NewHandshakePipelineCollector(func() metrics.HandshakePipelineStats {
 		st := rs.PipelineStats()
-		return metrics.HandshakePipelineStats{Batches: st.Batches, Decisions: st.Decisions, QueueFull: st.QueueFull}
+		return metrics.HandshakePipelineStats{Batches: st.Batches, Decisions: st.Decisions, QueueFull: st.QueueFull, QueueWait: st.QueueWait}
 	}))
 }

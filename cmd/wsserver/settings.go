@@ -92,6 +92,7 @@ type settings struct {
 	pingTimeout           time.Duration
 
 	backendSettings // app destinations and the server API (backend.go)
+	limiterSettings // the handshake limiter's queue and shedding (limiter.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -159,6 +160,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.drainFlags(fs)
 	s.adminFlags(fs)
 	s.backendFlags(fs)
+	s.limiterFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")

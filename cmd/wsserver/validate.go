@@ -86,6 +86,9 @@ func (s *settings) validate() error {
 	if err := s.validateBackend(); err != nil {
 		return err
 	}
+	if err := s.validateLimiter(); err != nil {
+		return err
+	}
 	if err := s.validateDrain(); err != nil {
 		return err
 	}
