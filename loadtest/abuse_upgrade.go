@@ -203,7 +203,9 @@ func (r *abuseReport) judgeUpgradeFlood(add func(target, status, detail string))
 	flood := "upgrade-flood: flooding address admitted at most burst+1 + rate×t"
 	a := r.find(attackUpgradeFlood)
 	if a == nil {
-		return // judged only when run
+		add(honest, "n/a", "not run")
+		add(flood, "n/a", "not run")
+		return
 	}
 	f := a.Attacker.Figures
 	status := "pass"
