@@ -127,6 +127,8 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		HeartBeatTolerance:   st.heartBeatTol,
 		OutboundQueue:        st.outboundQueue,
 		OutboundBytes:        st.outboundBytes,
+		OutboundTotalBytes:   serverOutbound(st.outboundTotalBytes),
+		SocketSendBuffer:     serverOutbound(st.socketSendBuffer),
 		MaxTransactions:      st.maxTx,
 		MaxTransactionFrames: st.maxTxFrames,
 		MaxTransactionBytes:  st.maxTxBytes,
@@ -149,6 +151,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	a.observeOutbound()
 	if a.redis != nil {
 		a.fanout = startFanout(a.redis, a.stomp, logger)
 	}

@@ -89,6 +89,8 @@ type settings struct {
 	pingTimeout           time.Duration
 
 	backendSettings // app destinations and the server API (backend.go)
+
+	outboundSettings // across all sessions (outbound.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -151,6 +153,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 
 	s.peerFlags(fs)
 	s.drainFlags(fs)
+	s.outboundFlags(fs)
 	s.adminFlags(fs)
 	s.backendFlags(fs)
 

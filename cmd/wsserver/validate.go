@@ -82,6 +82,9 @@ func (s *settings) validate() error {
 	if err := s.validateBackend(); err != nil {
 		return err
 	}
+	if err := s.validateOutbound(); err != nil {
+		return err
+	}
 	if err := s.validateDrain(); err != nil {
 		return err
 	}
