@@ -44,6 +44,11 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	slowReaders     int
+	slowPublishers  int
+	slowMessage     int
+	slowReadRate    int
+	slowReadBuffer  int
 }
 
 // The attacks, in the order they run.
@@ -56,10 +61,11 @@ const (
 	attackHTTPIdle    = "http-idle"
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
+	attackSlowReaders = "slow-readers"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackSlowReaders}
 
 // Abuse defaults, each with its reason.
 const (
@@ -134,6 +140,11 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	fs.IntVar(&c.slowReaders, "slow-readers", defaultSlowReaders, "slow-readers: sessions reading slowly, each on a topic of its own")
+	fs.IntVar(&c.slowPublishers, "slow-publishers", defaultSlowPublishers, "slow-readers: sessions publishing at -send-limit to the readers' topics in turn")
+	fs.IntVar(&c.slowMessage, "slow-size", defaultSlowMessage, "slow-readers: message body size in bytes")
+	fs.IntVar(&c.slowReadRate, "slow-read-rate", defaultSlowReadRate, "slow-readers: bytes per second each reader reads")
+	fs.IntVar(&c.slowReadBuffer, "slow-read-buffer", defaultSlowReadBuffer, "slow-readers: socket receive buffer of each reader in bytes")
 	return fs
 }
 
@@ -188,6 +199,8 @@ func (c *abuseConfig) validate() error {
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
 		count("silent-sessions", c.silentSessions),
+		count("slow-readers", c.slowReaders), count("slow-publishers", c.slowPublishers),
+		size("slow-size", c.slowMessage, 1),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -212,6 +225,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-session-cap %d is negative", c.sessionCap)
 	case c.perIPRate <= 0 || c.perIPRate > maxRate:
 		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, maxRate)
+	case c.slowReadRate <= 0:
+		return fmt.Errorf("-slow-read-rate %d: must be positive", c.slowReadRate)
+	case c.slowReadBuffer <= 0:
+		return fmt.Errorf("-slow-read-buffer %d: must be positive", c.slowReadBuffer)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -261,6 +278,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackSlowReaders:
+		return &slowReadersAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

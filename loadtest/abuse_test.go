@@ -67,6 +67,8 @@ func shortAbuse(url string, pid int) abuseConfig {
 		httpPath:       "/healthz",
 		silentSessions: 3,
 		perIPRate:      defaultPerIPRate,
+		slowReaders:    5, slowPublishers: 2, slowMessage: 20_000,
+		slowReadRate: defaultSlowReadRate, slowReadBuffer: defaultSlowReadBuffer,
 	}
 	c.pid = pid
 	return c
@@ -93,8 +95,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 5 {
-		t.Errorf("%d targets, want 5: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 6 {
+		t.Errorf("%d targets, want 6: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -191,36 +193,40 @@ func TestAbuseJudge(t *testing.T) {
 	perIP := func(rate float64) attackResult {
 		return attackResult{Name: attackPerIP, Attacker: attackerReport{Figures: map[string]float64{figSessionsHeld: 12, figDeliveredEnd: rate}}}
 	}
+	slow := func(peak, budget float64) attackResult {
+		return attackResult{Name: attackSlowReaders, Attacker: attackerReport{Sessions: 100, Figures: map[string]float64{figQueuedPeak: peak, figOutboundBudget: budget}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
-			perIP(99),
-		}, []string{"pass", "pass", "pass", "pass", "pass"}},
+			perIP(99), slow(260*mb, 256*mb),
+		}, []string{"pass", "pass", "pass", "pass", "pass", "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
-			perIP(101),
-		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+			perIP(101), slow(500*mb, 256*mb),
+		}, []string{"fail", "fail", "fail", "fail", "fail", "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackSlowReaders, Error: "refused"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
-			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap})
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, slowMessage: defaultSlowMessage})
 			if len(r.Targets) != len(tt.want) {
 				t.Fatalf("%d targets, want %d", len(r.Targets), len(tt.want))
 			}
