@@ -48,8 +48,12 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 	}
 	total := s.pushLocked(outItem{msg: m, sub: sub}, size, b)
 	s.mu.Unlock()
-	if limit := s.srv.out.limit; limit > 0 && total > limit {
-		s.srv.shed()
+	// total is 0 unless this delivery moved the server's count, which
+	// most do not (see recountLocked).
+	if total != 0 {
+		if limit := s.srv.out.limit; limit > 0 && total > limit {
+			s.srv.shed()
+		}
 	}
 	return true
 }
