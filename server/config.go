@@ -45,6 +45,9 @@ const (
 	// sessions that stopped reading together reach it. A message fanned
 	// out to many sessions is counted once per session, though its bytes
 	// are shared, so the count errs towards shedding early, never late.
+	// While it bites, the process's RSS runs to about twice it: shed
+	// queues are garbage, and Go's collector lets the heap reach twice
+	// what is live.
 	DefaultOutboundTotalBytes = 256 << 20
 	// DefaultSocketSendBuffer caps each connection's kernel send buffer
 	// (SO_SNDBUF). Left to itself, Linux grows the buffer of a socket
