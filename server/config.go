@@ -141,7 +141,8 @@ type Config struct {
 	OutboundTotalBytes int
 	// SocketSendBuffer is the kernel send buffer (SO_SNDBUF) set on each
 	// connection that Listener accepts, so that a peer that does not read
-	// holds at most this much kernel memory beyond its outbound queue.
+	// holds at most this much kernel memory beyond its outbound queue
+	// (Linux reserves twice the value, its bookkeeping included).
 	// Default DefaultSocketSendBuffer; negative leaves the kernel's own
 	// sizing.
 	SocketSendBuffer int

@@ -18,7 +18,7 @@ type outboundSettings struct {
 // outboundFlags registers the server-wide outbound settings.
 func (s *settings) outboundFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.outboundTotalBytes, "outbound-total-bytes", server.DefaultOutboundTotalBytes, "bytes queued for writing across all sessions together; a delivery that takes the total over it closes the sessions with the largest backlogs as slow consumers (0: no server-wide bound)")
-	fs.IntVar(&s.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "kernel send buffer (SO_SNDBUF) of each accepted connection, so a client that does not read holds at most this much kernel memory beyond its outbound queue (0: the kernel's own sizing, which grows to megabytes)")
+	fs.IntVar(&s.socketSendBuffer, "socket-send-buffer", server.DefaultSocketSendBuffer, "kernel send buffer (SO_SNDBUF) of each accepted connection, so a client that does not read holds at most this much kernel memory beyond its outbound queue, twice it on Linux (0: the kernel's own sizing, which grows to megabytes)")
 }
 
 // validateOutbound checks the settings outboundFlags registers.
