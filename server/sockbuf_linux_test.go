@@ -69,17 +69,17 @@ func sendBuffer(t *testing.T, c net.Conn) (size, queued int) {
 // reports twice the value, its bookkeeping included), and a peer that
 // never reads does not make the kernel grow it or queue more than it.
 func TestSocketSendBufferCap(t *testing.T) {
-	const cap = 64 << 10
+	const sndbuf = 64 << 10
 	var accepted *acceptedConns
-	ts := startListeningServer(t, Config{SocketSendBuffer: cap, OutboundBytes: 8 << 20, WriteTimeout: time.Minute},
+	ts := startListeningServer(t, Config{SocketSendBuffer: sndbuf, OutboundBytes: 8 << 20, WriteTimeout: time.Minute},
 		func(ln net.Listener) net.Listener { accepted = &acceptedConns{Listener: ln}; return accepted })
 	_, id := dialStuck(t, ts.url, "/topic/fill")
 	conns := accepted.all()
 	if len(conns) != 1 {
 		t.Fatalf("%d connections accepted, want 1", len(conns))
 	}
-	if size, _ := sendBuffer(t, conns[0]); size < cap || size > 2*cap {
-		t.Fatalf("SO_SNDBUF after accept = %d, want %d (doubled by Linux: at most %d)", size, cap, 2*cap)
+	if size, _ := sendBuffer(t, conns[0]); size < sndbuf || size > 2*sndbuf {
+		t.Fatalf("SO_SNDBUF after accept = %d, want %d (doubled by Linux: at most %d)", size, sndbuf, 2*sndbuf)
 	}
 
 	pub := dialRaw(t, ts.url)
@@ -92,8 +92,8 @@ func TestSocketSendBufferCap(t *testing.T) {
 	pub.Expect("RECEIPT")
 	waitFor(t, func() bool { f, _ := ts.held(t, id); return f > 1 })
 	size, queued := sendBuffer(t, conns[0])
-	if size > 2*cap || queued > 2*cap+64<<10 {
-		t.Errorf("with the peer not reading: SO_SNDBUF %d, %d bytes queued in the kernel; want at most %d and %d (the buffer, and one write the kernel lets overshoot it)", size, queued, 2*cap, 2*cap+64<<10)
+	if size > 2*sndbuf || queued > 2*sndbuf+64<<10 {
+		t.Errorf("with the peer not reading: SO_SNDBUF %d, %d bytes queued in the kernel; want at most %d and %d (the buffer, and one write the kernel lets overshoot it)", size, queued, 2*sndbuf, 2*sndbuf+64<<10)
 	}
 	t.Logf("SO_SNDBUF %d, %d bytes in the kernel's send queue, %d accepted connections", size, queued, len(accepted.all()))
 }

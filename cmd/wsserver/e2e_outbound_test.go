@@ -83,9 +83,9 @@ func TestOutboundBudgetEndToEnd(t *testing.T) {
 		messages = 30
 		size     = 60_000
 	)
-	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	policyPath := filepath.Join(t.TempDir(), "policy.yaml")
 	loose := strings.Replace(testPolicy, "rate: 30r/m\n    burst: 5", "rate: 100r/s\n    burst: 50", 1)
-	if err := os.WriteFile(policy, []byte(loose), 0o644); err != nil {
+	if err := os.WriteFile(policyPath, []byte(loose), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
@@ -94,7 +94,7 @@ func TestOutboundBudgetEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-addr", addr, "-admin-addr", admin, "-log-level", "error", "-policy", policy,
+		done <- run(ctx, []string{"-addr", addr, "-admin-addr", admin, "-log-level", "error", "-policy", policyPath,
 			"-send-limit", "1000", "-outbound-bytes", "1048576", "-outbound-total-bytes", strconv.Itoa(budget),
 			"-socket-send-buffer", "65536", "-write-timeout", "2s", "-shutdown-timeout", "5s"},
 			func(string) string { return "" }, io.Discard)
