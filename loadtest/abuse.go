@@ -52,6 +52,11 @@ type abuseConfig struct {
 	appTotalBytes   int64
 	redisURL        string
 	floodConns      int
+	slowReaders     int
+	slowPublishers  int
+	slowMessage     int
+	slowReadRate    int
+	slowReadBuffer  int
 }
 
 // The attacks, in the order they run.
@@ -69,6 +74,7 @@ const (
 	attackIPv6Prefix   = "ipv6-prefix"
 	attackAppFill      = "app-stream-fill"
 	attackUpgradeFlood = "upgrade-flood"
+	attackSlowReaders  = "slow-readers"
 )
 
 var allAttacks = []string{
@@ -85,6 +91,7 @@ var allAttacks = []string{
 	attackIPv6Prefix,
 	attackAppFill,
 	attackUpgradeFlood,
+	attackSlowReaders,
 }
 
 // Abuse defaults, each with its reason.
@@ -175,6 +182,11 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.redisURL, "redis-url", "", "app-stream-fill: the Redis holding the server's app stream, to read its used_memory (empty: not measured)")
 	// 5,000 connections from one address, as first observed.
 	fs.IntVar(&c.floodConns, "flood-connections", 5000, "upgrade-flood: keep-alive connections of the flooding address")
+	fs.IntVar(&c.slowReaders, "slow-readers", defaultSlowReaders, "slow-readers: sessions reading slowly, each on a topic of its own")
+	fs.IntVar(&c.slowPublishers, "slow-publishers", defaultSlowPublishers, "slow-readers: sessions publishing at -send-limit to the readers' topics in turn")
+	fs.IntVar(&c.slowMessage, "slow-size", defaultSlowMessage, "slow-readers: message body size in bytes")
+	fs.IntVar(&c.slowReadRate, "slow-read-rate", defaultSlowReadRate, "slow-readers: bytes per second each reader reads")
+	fs.IntVar(&c.slowReadBuffer, "slow-read-buffer", defaultSlowReadBuffer, "slow-readers: socket receive buffer of each reader in bytes")
 	return fs
 }
 
@@ -231,6 +243,8 @@ func (c *abuseConfig) validate() error {
 		count("silent-sessions", c.silentSessions), count("ipv6-addresses", c.ipv6Addresses),
 		count("app-sessions", c.appSessions),
 		size("app-size", c.appBody, 1), count("flood-connections", c.floodConns),
+		count("slow-readers", c.slowReaders), count("slow-publishers", c.slowPublishers),
+		size("slow-size", c.slowMessage, 1),
 		size("honest-size", c.honestBytes, 0), size("receipts-message", c.receiptsMessage, 64),
 		size("commit-size", c.commitBody, 1), size("tx-size", c.txBody, 1),
 	} {
@@ -261,6 +275,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-handshake-rate %v: must be in (0, %d]", c.handshakeRate, maxRate)
 	case c.handshakeBurst < 0:
 		return fmt.Errorf("-handshake-burst %d is negative", c.handshakeBurst)
+	case c.slowReadRate <= 0:
+		return fmt.Errorf("-slow-read-rate %d: must be positive", c.slowReadRate)
+	case c.slowReadBuffer <= 0:
+		return fmt.Errorf("-slow-read-buffer %d: must be positive", c.slowReadBuffer)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -320,6 +338,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &appFillAttack{env: env}
 	case attackUpgradeFlood:
 		return &upgradeFloodAttack{env: env}
+	case attackSlowReaders:
+		return &slowReadersAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

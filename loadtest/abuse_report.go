@@ -196,6 +196,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgeIPv6Prefix(cfg, add)
 	r.judgeAppFill(cfg, add)
 	r.judgeUpgradeFlood(add)
+	r.judgeSlowReaders(cfg)
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

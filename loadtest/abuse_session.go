@@ -109,6 +109,7 @@ type attackers struct {
 	readers sync.WaitGroup
 	written atomic.Int64 // frames (or requests) written
 	refused atomic.Int64 // sessions the server refused to open
+	rcvbuf  int          // socket receive buffer of the sessions opened (0: the system's)
 
 	mu       sync.Mutex
 	sessions []*attackSession // guarded by mu
@@ -139,6 +140,9 @@ func (a *attackers) note(s string) {
 // until ctx ends.
 func (a *attackers) open(ctx context.Context, local netip.Addr, heartBeat string, reading bool) (*attackSession, error) {
 	client := httpClientFrom(local)
+	if a.rcvbuf > 0 {
+		client = httpClientBuffered(local, a.rcvbuf)
+	}
 	if client != nil {
 		defer client.CloseIdleConnections()
 	}

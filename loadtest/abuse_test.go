@@ -69,7 +69,9 @@ func shortAbuse(url string, pid int) abuseConfig {
 		perIPRate:      defaultPerIPRate,
 		ipv6Addresses:  3, handshakeRate: defaultHandshakeRate, handshakeBurst: defaultHandshakeBurst,
 		appSessions: 2, appBody: 10_000, appTotalBytes: defaultAppTotalBytes,
-		floodConns: 20,
+		floodConns:  20,
+		slowReaders: 5, slowPublishers: 2, slowMessage: 20_000,
+		slowReadRate: defaultSlowReadRate, slowReadBuffer: defaultSlowReadBuffer,
 	}
 	c.pid = pid
 	return c
@@ -206,8 +208,6 @@ func TestAbuseJudge(t *testing.T) {
 		return attackResult{Name: attackUserForge, Attacker: attackerReport{Figures: map[string]float64{
 			figForgedSent: sent, figForgedReceived: received, figForgedUnmarked: unmarked}}}
 	}
-	// want gives the status of the targets whose name starts with each
-	// key; every other target must be n/a.
 	// appFill has unanswered honest app SENDs and Redis grown by growth,
 	// judged against a 64 MiB total.
 	appFill := func(unanswered float64, growth int64) attackResult {
@@ -216,6 +216,11 @@ func TestAbuseJudge(t *testing.T) {
 			figRedisBefore: 1 * mb, figRedisPeak: float64(1*mb + growth),
 		}}}
 	}
+	slow := func(peak, budget float64) attackResult {
+		return attackResult{Name: attackSlowReaders, Attacker: attackerReport{Sessions: 100, Figures: map[string]float64{figQueuedPeak: peak, figOutboundBudget: budget}}}
+	}
+	// want gives the status of the targets whose name starts with each
+	// key; every other target must be n/a.
 	tests := []struct {
 		name    string
 		cap     int
@@ -227,29 +232,30 @@ func TestAbuseJudge(t *testing.T) {
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
-			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb),
-		}, map[string]string{"app-stream-fill": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
+			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
+		}, map[string]string{"app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
-			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb),
-		}, map[string]string{"app-stream-fill": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
+			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
+		}, map[string]string{"app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
 			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"}, {Name: attackAppFill, Error: "refused"},
+			{Name: attackSlowReaders, Error: "refused"},
 		}, nil},
 		{"not measured, cap not known", 0, []attackResult{
-			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
+			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},
 		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, appTotalBytes: defaultAppTotalBytes})
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage})
 			seen := map[string]bool{}
 			for _, tg := range r.Targets {
 				want := "n/a"

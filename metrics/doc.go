@@ -43,7 +43,7 @@
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
 //     client_gone, token_expired, control_flood, ping_timeout,
-//     session_cap, backend_error, disconnected, other).
+//     session_cap, backend_error, disconnected, outbound_budget, other).
 //   - stompgate_panics_recovered_total: panics recovered at the session
 //     boundary.
 //   - stompgate_reader_pauses_total: times a session stopped reading
@@ -86,6 +86,12 @@
 //     frames queued to subscribers, one per subscriber.
 //   - stompgate_slow_consumer_disconnects_total: sessions closed because
 //     their outbound queue was full.
+//   - stompgate_outbound_queued_bytes (gauge),
+//     stompgate_outbound_budget_bytes (gauge) and
+//     stompgate_outbound_budget_sheds_total: bytes all sessions hold for
+//     writing, the server-wide bound on them, and sessions closed,
+//     largest backlogs first, because the total went over it; exposed by
+//     NewOutboundCollector.
 //
 // Handshakes and the per-IP handshake limiter:
 //

@@ -100,6 +100,10 @@ var (
 	// CloseDisconnected: the program ended the session (Server.Disconnect,
 	// the HTTP API's disconnect).
 	CloseDisconnected = defineClose("disconnected", wsconn.StatusPolicyViolation, "disconnected by the server")
+	// CloseOutboundBudget: the server's outbound queues together went
+	// over Config.OutboundTotalBytes and this session held one of the
+	// largest; its queue is discarded before the ERROR.
+	CloseOutboundBudget = defineClose("outbound_budget", wsconn.StatusPolicyViolation, "slow consumer")
 )
 
 // ending is how the server ends a session that it explains: an ERROR frame
@@ -128,13 +132,14 @@ func (s *session) endLocked(reason *CloseReason) bool {
 }
 
 // fail queues e's ERROR frame and its close after everything already
-// queued, unless the session is already ending.
+// queued, unless the session is already ending; it reports whether it
+// did. For CloseOutboundBudget what is queued is discarded first.
 //
 // The ERROR frame goes out in a text message, and its parts may carry
 // client data (an echoed receipt id, a stage's message quoting a header):
 // bytes that are not UTF-8 are replaced, so the frame never makes a
 // browser drop the socket before it has read why.
-func (s *session) fail(e ending) {
+func (s *session) fail(e ending) bool {
 	code, msg := e.code, e.message
 	if code == 0 {
 		code = e.reason.Code()
@@ -159,9 +164,12 @@ func (s *session) fail(e ending) {
 	s.mu.Lock()
 	if !s.endLocked(e.reason) {
 		s.mu.Unlock()
-		return
+		return false
 	}
 	s.kind = e.kind
+	if e.reason == CloseOutboundBudget {
+		s.releaseLocked()
+	}
 	// version is written under mu (onConnect) because fail also runs on
 	// timer and shutdown goroutines.
 	raw := stompframe.Append(nil, &f, s.version)
@@ -173,6 +181,7 @@ func (s *session) fail(e ending) {
 	if e.reason == CloseProtocolError || e.reason == CloseAuthFailed {
 		s.srv.cfg.Observer.ProtocolErrorClose(e.kind)
 	}
+	return true
 }
 
 // validUTF8 returns v with every byte sequence that is not UTF-8 replaced

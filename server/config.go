@@ -45,6 +45,25 @@ const (
 	// frames; chat and game messages of a few hundred bytes reach the
 	// frame bound long before this one.
 	DefaultOutboundBytes = 4 << 20
+	// DefaultOutboundTotalBytes bounds the bytes queued for writing
+	// across all sessions together: 64 MiB is the full DefaultOutboundBytes
+	// of 16 stuck readers. Honest readers drain as they are written to
+	// and hold a few KiB each, under the 32 KiB step a session is counted
+	// by, so only many sessions that stopped reading together reach it. A
+	// message fanned out to many sessions is counted once per session,
+	// though its bytes are shared, so the count errs towards shedding
+	// early, never late. While it bites, the process's RSS runs to about
+	// three times it (shed queues are garbage the collector has not yet
+	// taken): 187 MiB under the slow-readers attack, against 568 MiB with
+	// a 256 MiB bound, whose honest p99 was also 6 to 20 times worse
+	// (BENCHMARKS.md).
+	DefaultOutboundTotalBytes = 64 << 20
+	// DefaultSocketSendBuffer caps each connection's kernel send buffer
+	// (SO_SNDBUF). Left to itself, Linux grows the buffer of a socket
+	// whose peer does not read up to net.ipv4.tcp_wmem's maximum (4 MiB),
+	// kernel memory that no outbound bound sees. 128 KiB still covers
+	// 10 Mbit/s over a 100 ms round trip and four write batches.
+	DefaultSocketSendBuffer = 128 << 10
 	// DefaultWriteTimeout bounds one WebSocket write: a peer that does not
 	// drain its socket for this long is gone or too slow.
 	DefaultWriteTimeout = 10 * time.Second
@@ -127,6 +146,23 @@ type Config struct {
 	// enough (backpressure). Defaults DefaultOutboundQueue and
 	// DefaultOutboundBytes; negative is an error.
 	OutboundQueue, OutboundBytes int
+	// OutboundTotalBytes bounds what all sessions' outbound queues hold
+	// together, counted as OutboundBytes counts them. A delivery that
+	// takes the total over it closes the sessions holding the largest
+	// queues, with ERROR "slow consumer" and CloseOutboundBudget, until
+	// the total is back under it; a session holding a single frame is
+	// never closed for it (it is being written, not falling behind), so
+	// the total may pass the bound by up to one frame per session. The
+	// publisher never waits. Default DefaultOutboundTotalBytes; negative
+	// means no server-wide bound.
+	OutboundTotalBytes int
+	// SocketSendBuffer is the kernel send buffer (SO_SNDBUF) set on each
+	// connection that Listener accepts, so that a peer that does not read
+	// holds at most this much kernel memory beyond its outbound queue
+	// (Linux reserves twice the value, its bookkeeping included).
+	// Default DefaultSocketSendBuffer; negative leaves the kernel's own
+	// sizing.
+	SocketSendBuffer int
 	// WriteTimeout bounds one WebSocket write. Default
 	// DefaultWriteTimeout; negative is an error.
 	WriteTimeout time.Duration
@@ -305,6 +341,9 @@ func (c Config) withDefaults() (Config, error) {
 		if *n.v == 0 {
 			*n.v = n.def
 		}
+	}
+	if err := c.outboundDefaults(); err != nil {
+		return c, err
 	}
 	if c.Chain == nil {
 		c.Chain = interceptor.NewChain(nil)

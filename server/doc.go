@@ -9,7 +9,10 @@
 // drained by a writer goroutine that exists only while the queue is not
 // empty and packs several frames into one WebSocket message. A session
 // whose queue fills is closed as a slow consumer (close 1008) without ever
-// blocking the broker or other sessions.
+// blocking the broker or other sessions. All queues together are bounded
+// too (Config.OutboundTotalBytes): past it, the largest backlogs are
+// closed first. Listener caps each socket's kernel send buffer, which
+// would otherwise hold megabytes for a peer that does not read.
 //
 // Protocol behaviour (STOMP 1.2 specification, sections in quotes):
 //   - "Connecting": CONNECT or STOMP is answered with CONNECTED carrying

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/internal/wsconn"
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // outItem is one entry of a session's outbound queue: a MESSAGE (msg and
@@ -45,8 +46,15 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
 		return false
 	}
-	s.pushLocked(outItem{msg: m, sub: sub}, size, b)
+	total := s.pushLocked(outItem{msg: m, sub: sub}, size, b)
 	s.mu.Unlock()
+	// total is 0 unless this delivery moved the server's count, which
+	// most do not (see recountLocked).
+	if total != 0 {
+		if limit := s.srv.out.limit; limit > 0 && total > limit {
+			s.srv.shed()
+		}
+	}
 	return true
 }
 
@@ -66,7 +74,7 @@ func (s *session) fullLocked(size int) bool {
 // frames waiting would only delay the close of a peer that does not read.
 func (s *session) slowConsumerLocked() {
 	s.endLocked(CloseSlowConsumer)
-	s.discardQueueLocked()
+	s.releaseLocked()
 	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0, nil)
 }
 
@@ -122,6 +130,7 @@ func (s *session) discardQueueLocked() {
 	clear(s.queue)
 	s.queue = s.queue[:0]
 	s.queuedBytes = 0
+	s.recountLocked()
 }
 
 // wakeLocked wakes a reader waiting in reply for the queue to drain.
@@ -158,13 +167,15 @@ func (s *session) closeAfter(reason *CloseReason, text string) {
 
 // pushLocked appends it, of size bytes, to the queue and starts the writer
 // if none runs: through b when it takes it, else on a goroutine of its
-// own.
-func (s *session) pushLocked(it outItem, size int, b *broker.Batch) {
+// own. It returns the server's outbound total when this push changed it,
+// else 0.
+func (s *session) pushLocked(it outItem, size int, b *broker.Batch) (total int64) {
 	if s.queue == nil {
 		s.queue = newQueue()
 	}
 	s.queue = append(s.queue, it)
 	s.queuedBytes += size
+	total = s.recountLocked()
 	if !s.writing {
 		s.writing = true
 		s.writers.Add(1)
@@ -172,6 +183,7 @@ func (s *session) pushLocked(it outItem, size int, b *broker.Batch) {
 			go s.writeLoop()
 		}
 	}
+	return total
 }
 
 // flushRounds is how many batches Flush writes before it leaves the rest
@@ -294,10 +306,60 @@ func (s *session) takeLocked(spare []outItem) []outItem {
 	return items
 }
 
+// takeBatchLocked is takeLocked for the writer goroutine: it hands over
+// the frames at the front of the queue that make one write batch, up to
+// and including the frame that reaches writeBatchSize bytes, as the
+// writer packs them. A writer stuck on a socket that is not read then
+// holds one batch in flight, and a slow consumer's close discards the
+// rest at once rather than after the write times out.
+func (s *session) takeBatchLocked(spare []outItem) []outItem {
+	n, bytes, packed := 0, 0, 0
+	for n < len(s.queue) && packed < writeBatchSize {
+		it := &s.queue[n]
+		bytes += itemSize(it)
+		packed += frameLen(it)
+		n++
+	}
+	if n == len(s.queue) {
+		return s.takeLocked(spare)
+	}
+	if spare == nil {
+		spare = newQueue()
+	}
+	items := append(spare[:0], s.queue[:n]...)
+	k := copy(s.queue, s.queue[n:])
+	clear(s.queue[k:])
+	s.queue = s.queue[:k]
+	bytes = min(bytes, s.queuedBytes)
+	s.inflight, s.inflightB = n, bytes
+	s.queuedBytes -= bytes
+	return items
+}
+
+// itemSize is what it counted for when it was queued.
+func itemSize(it *outItem) int {
+	if it.msg != nil {
+		return it.msg.Size(it.sub)
+	}
+	return len(it.raw)
+}
+
+// frameLen is the length of the frame appendItem writes for it: a
+// MESSAGE's Size is an upper bound that keeps room for an ack header,
+// which only client-ack subscriptions of STOMP 1.2 carry.
+func frameLen(it *outItem) int {
+	n := itemSize(it)
+	if it.msg != nil && (it.sub.Ack == broker.AckAuto || it.sub.Version < stompframe.V12) {
+		n -= len("ack:\n") + len(it.msg.ID)
+	}
+	return n
+}
+
 // writtenLocked records that the writer is done with what it took, and
 // wakes a reader waiting for room.
 func (s *session) writtenLocked() {
 	s.inflight, s.inflightB = 0, 0
+	s.recountLocked()
 	s.wakeLocked()
 }
 
@@ -340,6 +402,8 @@ func (s *session) writerPanicked(v any) {
 		s.reason = ClosePanic
 	}
 	s.writtenLocked()
+	// No writer will take what is queued: it leaves the server's total.
+	s.discardQueueLocked()
 	s.mu.Unlock()
 }
 
@@ -371,7 +435,7 @@ func (s *session) writeLoop() {
 			recycleQueue(spare)
 			return
 		}
-		items := s.takeLocked(spare)
+		items := s.takeBatchLocked(spare)
 		s.mu.Unlock()
 
 		const room = wsconn.MaxHeaderLen

@@ -17,6 +17,13 @@ func TestQueuesAreReusedAcrossWrites(t *testing.T) {
 	sub := dialRaw(t, ts.url)
 	id := sub.Connect().Get("session")
 	s := ts.session(t, id)
+	// The writer that sent CONNECTED may not have seen its queue empty
+	// yet; writes made meanwhile would only queue behind it.
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return !s.writing
+	})
 	var b broker.Batch
 	write := func() {
 		s.mu.Lock()

@@ -35,6 +35,9 @@ type Server struct {
 
 	reg registry
 
+	// out bounds the bytes queued for writing across sessions.
+	out outboundBudget
+
 	// backend is Config.Observer when it also counts the backend events
 	// (BackendObserver), resolved once; nil otherwise.
 	backend BackendObserver
@@ -60,6 +63,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols()}
+	s.out.limit = int64(max(c.OutboundTotalBytes, 0))
 	s.backend, _ = c.Observer.(BackendObserver)
 	s.backlog, _ = c.Observer.(AppBacklogObserver)
 	s.reg.init()

@@ -56,6 +56,8 @@ type session struct {
 	inflight    int          // frames the writer took and has not finished writing
 	inflightB   int          // their bytes
 	drained     *sync.Cond   // on mu, made when a reply first waits: the writer finished a batch, or closing
+	counted     int          // the part of queuedBytes+inflightB in srv.out.total (see recountLocked)
+	releasing   bool         // closed as a slow consumer: counted is also in srv.out.releasing
 	reason      *CloseReason // first close reason recorded
 	kind        string       // the kind of problem behind reason, for the log; may be empty
 	hbIn        *time.Timer

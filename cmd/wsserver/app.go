@@ -136,6 +136,8 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		MaxHeartBeat:         st.maxHeartBeat,
 		OutboundQueue:        st.outboundQueue,
 		OutboundBytes:        st.outboundBytes,
+		OutboundTotalBytes:   serverOutbound(st.outboundTotalBytes),
+		SocketSendBuffer:     serverOutbound(st.socketSendBuffer),
 		MaxTransactions:      st.maxTx,
 		MaxTransactionFrames: st.maxTxFrames,
 		MaxTransactionBytes:  st.maxTxBytes,
@@ -158,6 +160,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	a.observeOutbound()
 	if a.redis != nil {
 		a.fanout = startFanout(a.redis, a.stomp, logger)
 	}

@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return fmt.Errorf("-addr %q: %w", st.addr, err)
 	}
 	hs := newHTTPServer(&st, a.handler, logger)
-	ln = countTimeouts(ln, hs, a.metrics)
+	ln = countTimeouts(a.stomp.Listener(ln), hs, a.metrics)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath, "demo", st.demo)

@@ -93,6 +93,8 @@ type settings struct {
 
 	backendSettings // app destinations and the server API (backend.go)
 	limiterSettings // the handshake limiter's queue and shedding (limiter.go)
+
+	outboundSettings // across all sessions (outbound.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -158,6 +160,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 
 	s.peerFlags(fs)
 	s.drainFlags(fs)
+	s.outboundFlags(fs)
 	s.adminFlags(fs)
 	s.backendFlags(fs)
 	s.limiterFlags(fs)

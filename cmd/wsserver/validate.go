@@ -89,6 +89,9 @@ func (s *settings) validate() error {
 	if err := s.validateLimiter(); err != nil {
 		return err
 	}
+	if err := s.validateOutbound(); err != nil {
+		return err
+	}
 	if err := s.validateDrain(); err != nil {
 		return err
 	}
