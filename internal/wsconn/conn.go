@@ -1,9 +1,14 @@
 // Package wsconn is the server side of a WebSocket connection (RFC 6455),
 // built for many mostly idle sessions that each send small messages.
 //
-// A Conn holds no read buffer while it waits for its peer: a session's
-// reader borrows a pooled buffer only while bytes are arriving, so an idle
-// connection costs its struct and its reader's stack. A message that fits
+// On Linux, a Conn over a TCP connection reads and writes its descriptor
+// directly and holds no read buffer while it waits for its peer: a
+// session's reader borrows a pooled buffer only while bytes are arriving,
+// so an idle connection costs its struct and its reader's stack. Elsewhere,
+// and over connections with no descriptor (TLS, net.Pipe), it reads and
+// writes through net.Conn with the same behaviour, except that a waiting
+// reader holds its buffer and TryWriteReserved never writes (see
+// descriptor_linux.go and descriptor_portable.go). A message that fits
 // in the pooled buffer in one frame is returned in place, unmasked, without
 // a copy. Writes go to the socket in one system call per message, the
 // frame header written into room the caller leaves in front of the
