@@ -15,8 +15,9 @@
 // payload.
 //
 // No extension is negotiated (no compression), so every reserved bit must
-// be zero. Text messages are returned as they arrived: checking that they
-// are UTF-8 is the caller's.
+// be zero. Text messages are checked to be UTF-8 as their bytes arrive
+// (RFC 6455 section 8.1): a message fails at its first invalid byte, not
+// when its last fragment comes in.
 package wsconn
 
 import (
@@ -80,6 +81,11 @@ var (
 	// the read limit. Nothing more can be read; the caller closes the
 	// connection, normally with StatusMessageTooBig.
 	ErrMessageTooBig = errors.New("wsconn: message exceeds the read limit")
+	// ErrInvalidUTF8 is returned by ReadMessage when a text message is
+	// not UTF-8 (RFC 6455 section 8.1), at its first invalid byte.
+	// Nothing more can be read; the caller closes the connection with
+	// StatusInvalidFramePayloadData.
+	ErrInvalidUTF8 = errors.New("wsconn: text message is not UTF-8")
 	// ErrClosed is returned by writes after a close frame was sent or the
 	// connection was closed.
 	ErrClosed = errors.New("wsconn: connection closed")
@@ -133,6 +139,7 @@ type Conn struct {
 	r, w     int
 	stash    []byte    // unread bytes kept while waiting with no pooled buffer
 	msg      *[]byte   // a message assembled from fragments or too large for in
+	utf8Done int       // bytes of a text msg checked to be whole UTF-8 characters
 	limit    int       // largest message ReadMessage returns
 	failed   error     // the error that ended reading; sticky
 	skip     int       // after a failure, payload bytes of the failed frame left to skip; -1: lost track
@@ -156,7 +163,7 @@ type Conn struct {
 	wwait      bool
 	werr       error
 	closeSent  atomic.Bool
-	readFailed atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
+	readFailed atomic.Bool // ReadMessage returned a *ProtocolError, ErrMessageTooBig or ErrInvalidUTF8
 	closed     atomic.Bool
 
 	// mu guards the close handshake's and the pings' waiters.

@@ -40,9 +40,12 @@ func protocolError(text string) error {
 // slice is valid until the next call. Pings are answered and pongs taken in
 // on the way. A close frame from the peer completes the close handshake
 // and returns a *CloseError; a violation of RFC 6455 returns a
-// *ProtocolError; a message over the read limit returns ErrMessageTooBig.
+// *ProtocolError; a message over the read limit returns ErrMessageTooBig;
+// a text message that is not UTF-8 returns ErrInvalidUTF8, as soon as
+// its first invalid byte arrives (a character cut between fragments is
+// not invalid until the message ends without its last bytes).
 //
-// After either of those two the caller closes the connection with Close,
+// After any of those three the caller closes the connection with Close,
 // from another goroutine, and calls ReadMessage once more: it reads on,
 // skipping frames, until the peer answers the close frame or the stream
 // ends (bounded by the read deadline), and returns the same error. Close
@@ -125,13 +128,20 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			if c.closeSent.Load() {
 				continue
 			}
+			if h.op == opText && !utf8.Valid(p) {
+				return 0, nil, c.fail(ErrInvalidUTF8, 0)
+			}
 			return MessageType(h.op), p, nil
 		}
 		if !assembling {
 			typ, assembling = MessageType(h.op), true
 			c.msg = msgPool.Get().(*[]byte)
 			*c.msg = (*c.msg)[:0]
+			c.utf8Done = 0
 		}
+		// Messages that arrive after a close frame was sent are dropped
+		// unread, so they are not checked.
+		check := typ == MessageText && !c.closeSent.Load()
 		for pos := 0; pos < h.n; {
 			if c.r == c.w {
 				if err := c.fill(1); err != nil {
@@ -145,8 +155,15 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			unmask(h.key, pos, (*c.msg)[start:])
 			pos += chunk
 			c.r += chunk
+			if check && !c.checkUTF8() {
+				return 0, nil, c.fail(ErrInvalidUTF8, h.n-pos)
+			}
 		}
 		if h.fin {
+			if check && c.utf8Done < len(*c.msg) {
+				// The message ends inside a character.
+				return 0, nil, c.fail(ErrInvalidUTF8, 0)
+			}
 			if c.closeSent.Load() {
 				putMsg(c.msg)
 				c.msg, assembling = nil, false
