@@ -28,7 +28,7 @@ func startWsserver(t *testing.T) (string, int) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
 	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testproc.OwnGroup(cmd)
 	p, err := testproc.Start(cmd)
 	if err != nil {
 		t.Fatalf("starting wsserver: %v", err)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests start
 # for real (redis-server, nginx, promtool, Node packages) and systemd-analyze
-# when missing, then runs the format check, go vet, staticcheck, the systemd
-# unit check and go test -race.
+# when missing, then runs the format check, go vet (also for darwin and
+# windows, with a build for each), staticcheck, the systemd unit check and
+# go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,6 +40,15 @@ fi
 # go.mod lists what the code imports, direct and indirect apart.
 go mod tidy -diff
 go vet ./...
+# The other systems it builds on. Linux-only code (internal/wsconn's raw
+# read(2)/write(2) path, /proc readers, process groups) sits in
+# build-tagged files with a fallback; these keep the fallbacks compiling,
+# tests included (vet type-checks them).
+for goos in darwin windows; do
+  GOOS=$goos go build ./...
+  GOOS=$goos go vet ./...
+done
+go vet -tags wsconn_portable ./internal/wsconn
 # staticcheck, pinned: the module proxy serves this exact version.
 go run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
 
@@ -64,3 +74,5 @@ fi
 systemd-analyze security --offline=true --threshold=20 "$unitdir/stompgate.service" | tail -1
 
 go test -race -count=1 -timeout 20m ./...
+# internal/wsconn once more through net.Conn, the path other systems take.
+go test -race -count=1 -tags wsconn_portable ./internal/wsconn

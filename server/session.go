@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
@@ -196,13 +195,20 @@ func (s *session) readLoop() (reason *CloseReason) {
 		}
 	}()
 	for {
-		typ, msg, err := s.conn.ReadMessage()
+		_, msg, err := s.conn.ReadMessage()
 		if err != nil {
 			var pe *wsconn.ProtocolError
 			switch {
 			case errors.Is(err, wsconn.ErrMessageTooBig):
 				s.fail(ending{reason: CloseProtocolError, kind: KindFrameTooLarge, code: wsconn.StatusMessageTooBig, message: "frame too large",
 					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", s.srv.cfg.Limits.MaxFrameSize)})
+			case errors.Is(err, wsconn.ErrInvalidUTF8):
+				// RFC 6455 section 8.1: a text message that is not UTF-8
+				// fails the connection with 1007, at its first invalid
+				// byte. Binary messages may carry any body; their headers
+				// are checked by the decoder.
+				s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: wsconn.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+					detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			case errors.As(err, &pe):
 				s.failWebSocket(pe)
 			default:
@@ -213,15 +219,6 @@ func (s *session) readLoop() (reason *CloseReason) {
 		}
 		now := s.conn.ReadTime()
 		s.lastRead.Store(now.UnixNano())
-		if typ == wsconn.MessageText && !utf8.Valid(msg) {
-			// RFC 6455 section 8.1: a text message that is not UTF-8
-			// fails the connection with 1007. Binary messages may carry
-			// any body; their headers are checked by the decoder.
-			s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: wsconn.StatusInvalidFramePayloadData, message: "invalid UTF-8",
-				detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
-			s.drain()
-			return nil
-		}
 		// The decoder copies what it keeps of msg before it asks for
 		// more, so msg may go back to the connection after this.
 		s.dec.Feed(msg)

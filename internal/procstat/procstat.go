@@ -1,39 +1,28 @@
-// Package procstat reads a process's CPU time and resident memory from
-// /proc, for the load tools that measure what a server costs.
+// Package procstat reads a process's CPU time and resident memory, for
+// the load tools that measure what a server costs.
+//
+// CPU and RSS read another process's /proc entry, so they work on Linux
+// only; elsewhere they return ErrUnsupported, and a caller reads what the
+// server's metrics page says instead. SelfCPU works wherever the system reports
+// the process's own CPU time (every Unix, and Windows).
 package procstat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"os"
+	"runtime"
 	"strconv"
-	"syscall"
 	"time"
 )
+
+// ErrUnsupported is returned by CPU and RSS where there is no /proc to
+// read them from: on every system but Linux.
+var ErrUnsupported = fmt.Errorf("procstat: not supported on %s (reads /proc): %w", runtime.GOOS, errors.ErrUnsupported)
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
 // 100 on every Linux architecture Go supports.
 const clockTicks = 100
-
-// SelfCPU returns this process's user+system CPU time so far.
-func SelfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// CPU returns the user+system CPU time of process pid from
-// /proc/<pid>/stat (fields 14 and 15, after the parenthesised command,
-// which may itself hold spaces and parentheses).
-func CPU(pid int) (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatCPU(b)
-}
 
 func parseStatCPU(b []byte) (time.Duration, error) {
 	i := bytes.LastIndexByte(b, ')')
@@ -51,16 +40,6 @@ func parseStatCPU(b []byte) (time.Duration, error) {
 		return 0, fmt.Errorf("/proc stat: utime %q stime %q are not numbers", fields[11], fields[12])
 	}
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
-}
-
-// RSS returns the resident set size of process pid in bytes, from
-// VmRSS in /proc/<pid>/status.
-func RSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	return parseStatusRSS(b)
 }
 
 func parseStatusRSS(b []byte) (int64, error) {

@@ -153,7 +153,7 @@ func Start(tb testing.TB, conf []byte) *Server {
 	cmd.Dir = s.Dir
 	// Own process group, so that a hung nginx can be killed with its
 	// workers.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testproc.OwnGroup(cmd)
 	proc, err := testproc.Start(cmd)
 	if err != nil {
 		tb.Fatalf("testnginx: starting nginx: %v", err)

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -52,8 +51,8 @@ type Process struct {
 // Start starts cmd with its standard output and error going to a buffer
 // that Output returns, and waits for the process in the background. cmd
 // must not have been started, and its Stdout and Stderr are replaced. A
-// process started with SysProcAttr.Setpgid leads a process group of its
-// own, which Stop kills whole.
+// process started with SysProcAttr.Setpgid (see OwnGroup) leads a process
+// group of its own, which Stop kills whole.
 func Start(cmd *exec.Cmd) (*Process, error) {
 	p := &Process{cmd: cmd, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = &p.out, &p.out
@@ -111,9 +110,7 @@ func (p *Process) Stop(sig os.Signal, grace time.Duration) {
 		return
 	case <-t.C:
 	}
-	if attr := p.cmd.SysProcAttr; attr != nil && attr.Setpgid {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	} else {
+	if !p.killGroup() {
 		_ = p.cmd.Process.Kill()
 	}
 	<-p.exited

@@ -23,7 +23,7 @@ func start(t *testing.T, script string, setpgid bool) *Process {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", script)
 	if setpgid {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		OwnGroup(cmd)
 	}
 	p, err := Start(cmd)
 	if err != nil {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -106,13 +105,13 @@ func (s *Server) Kill() {
 // finds. Pause on a stopped server does nothing.
 func (s *Server) Pause() {
 	s.tb.Helper()
-	s.signal(syscall.SIGSTOP, true)
+	s.signal(true)
 }
 
 // Resume continues a paused process (SIGCONT).
 func (s *Server) Resume() {
 	s.tb.Helper()
-	s.signal(syscall.SIGCONT, false)
+	s.signal(false)
 }
 
 // running reports whether the process runs and is not paused.
@@ -122,7 +121,8 @@ func (s *Server) running() bool {
 	return s.proc != nil && !s.paused
 }
 
-func (s *Server) signal(sig syscall.Signal, paused bool) {
+// signal pauses the process or continues it.
+func (s *Server) signal(paused bool) {
 	s.tb.Helper()
 	s.mu.Lock()
 	pid := s.pid
@@ -133,8 +133,8 @@ func (s *Server) signal(sig syscall.Signal, paused bool) {
 	if pid == 0 {
 		return
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		s.tb.Fatalf("testredis: %v to redis-server %d on %s: %v", sig, pid, s.Addr, err)
+	if err := pauseProcess(pid, paused); err != nil {
+		s.tb.Fatalf("testredis: pause %v of redis-server %d on %s: %v", paused, pid, s.Addr, err)
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -96,15 +95,7 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn,
 // newConn wraps a connection whose handshake is done.
 func newConn(nc net.Conn, sub string) *Conn {
 	c := &Conn{nc: nc, subprotocol: sub, limit: 32 << 10}
-	if sc, ok := nc.(interface {
-		SyscallConn() (syscall.RawConn, error)
-	}); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			c.rc = rc
-			c.readFn = c.readRaw
-			c.writeFn = c.writeStep
-		}
-	}
+	c.useDescriptor()
 	return c
 }
 

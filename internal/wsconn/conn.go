@@ -1,17 +1,23 @@
 // Package wsconn is the server side of a WebSocket connection (RFC 6455),
 // built for many mostly idle sessions that each send small messages.
 //
-// A Conn holds no read buffer while it waits for its peer: a session's
-// reader borrows a pooled buffer only while bytes are arriving, so an idle
-// connection costs its struct and its reader's stack. A message that fits
+// On Linux, a Conn over a TCP connection reads and writes its descriptor
+// directly and holds no read buffer while it waits for its peer: a
+// session's reader borrows a pooled buffer only while bytes are arriving,
+// so an idle connection costs its struct and its reader's stack. Elsewhere,
+// and over connections with no descriptor (TLS, net.Pipe), it reads and
+// writes through net.Conn with the same behaviour, except that a waiting
+// reader holds its buffer and TryWriteReserved never writes (see
+// descriptor_linux.go and descriptor_portable.go). A message that fits
 // in the pooled buffer in one frame is returned in place, unmasked, without
 // a copy. Writes go to the socket in one system call per message, the
 // frame header written into room the caller leaves in front of the
 // payload.
 //
 // No extension is negotiated (no compression), so every reserved bit must
-// be zero. Text messages are returned as they arrived: checking that they
-// are UTF-8 is the caller's.
+// be zero. Text messages are checked to be UTF-8 as their bytes arrive
+// (RFC 6455 section 8.1): a message fails at its first invalid byte, not
+// when its last fragment comes in.
 package wsconn
 
 import (
@@ -75,6 +81,11 @@ var (
 	// the read limit. Nothing more can be read; the caller closes the
 	// connection, normally with StatusMessageTooBig.
 	ErrMessageTooBig = errors.New("wsconn: message exceeds the read limit")
+	// ErrInvalidUTF8 is returned by ReadMessage when a text message is
+	// not UTF-8 (RFC 6455 section 8.1), at its first invalid byte.
+	// Nothing more can be read; the caller closes the connection with
+	// StatusInvalidFramePayloadData.
+	ErrInvalidUTF8 = errors.New("wsconn: text message is not UTF-8")
 	// ErrClosed is returned by writes after a close frame was sent or the
 	// connection was closed.
 	ErrClosed = errors.New("wsconn: connection closed")
@@ -128,6 +139,7 @@ type Conn struct {
 	r, w     int
 	stash    []byte    // unread bytes kept while waiting with no pooled buffer
 	msg      *[]byte   // a message assembled from fragments or too large for in
+	utf8Done int       // bytes of a text msg checked to be whole UTF-8 characters
 	limit    int       // largest message ReadMessage returns
 	failed   error     // the error that ended reading; sticky
 	skip     int       // after a failure, payload bytes of the failed frame left to skip; -1: lost track
@@ -151,7 +163,7 @@ type Conn struct {
 	wwait      bool
 	werr       error
 	closeSent  atomic.Bool
-	readFailed atomic.Bool // ReadMessage returned a *ProtocolError or ErrMessageTooBig
+	readFailed atomic.Bool // ReadMessage returned a *ProtocolError, ErrMessageTooBig or ErrInvalidUTF8
 	closed     atomic.Bool
 
 	// mu guards the close handshake's and the pings' waiters.

@@ -97,7 +97,8 @@ func serve(w http.ResponseWriter, r *http.Request, cfg serverConfig) outcome {
 
 // echo writes every message back until ReadMessage fails, then closes the
 // connection as a caller of the package should: with the protocol error's
-// code, with 1009 for a message over the limit, at once otherwise. Close
+// code, with 1009 for a message over the limit, with 1007 for a text
+// message that is not UTF-8, at once otherwise. Close
 // runs beside one more ReadMessage, which reads on to the peer's answer.
 func echo(c *Conn) (end, closeErr error) {
 	for {
@@ -110,6 +111,8 @@ func echo(c *Conn) (end, closeErr error) {
 				code, reason = pe.Code, pe.Text
 			case errors.Is(err, ErrMessageTooBig):
 				code, reason = StatusMessageTooBig, "message too big"
+			case errors.Is(err, ErrInvalidUTF8):
+				code, reason = StatusInvalidFramePayloadData, "invalid UTF-8"
 			default:
 				_ = c.CloseNow()
 				return err, nil

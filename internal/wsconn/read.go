@@ -4,10 +4,8 @@ import (
 	"encoding/binary"
 	"io"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Opcodes (RFC 6455 section 5.2).
@@ -42,9 +40,12 @@ func protocolError(text string) error {
 // slice is valid until the next call. Pings are answered and pongs taken in
 // on the way. A close frame from the peer completes the close handshake
 // and returns a *CloseError; a violation of RFC 6455 returns a
-// *ProtocolError; a message over the read limit returns ErrMessageTooBig.
+// *ProtocolError; a message over the read limit returns ErrMessageTooBig;
+// a text message that is not UTF-8 returns ErrInvalidUTF8, as soon as
+// its first invalid byte arrives (a character cut between fragments is
+// not invalid until the message ends without its last bytes).
 //
-// After either of those two the caller closes the connection with Close,
+// After any of those three the caller closes the connection with Close,
 // from another goroutine, and calls ReadMessage once more: it reads on,
 // skipping frames, until the peer answers the close frame or the stream
 // ends (bounded by the read deadline), and returns the same error. Close
@@ -127,13 +128,20 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			if c.closeSent.Load() {
 				continue
 			}
+			if h.op == opText && !utf8.Valid(p) {
+				return 0, nil, c.fail(ErrInvalidUTF8, 0)
+			}
 			return MessageType(h.op), p, nil
 		}
 		if !assembling {
 			typ, assembling = MessageType(h.op), true
 			c.msg = msgPool.Get().(*[]byte)
 			*c.msg = (*c.msg)[:0]
+			c.utf8Done = 0
 		}
+		// Messages that arrive after a close frame was sent are dropped
+		// unread, so they are not checked.
+		check := typ == MessageText && !c.closeSent.Load()
 		for pos := 0; pos < h.n; {
 			if c.r == c.w {
 				if err := c.fill(1); err != nil {
@@ -147,8 +155,15 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			unmask(h.key, pos, (*c.msg)[start:])
 			pos += chunk
 			c.r += chunk
+			if check && !c.checkUTF8() {
+				return 0, nil, c.fail(ErrInvalidUTF8, h.n-pos)
+			}
 		}
 		if h.fin {
+			if check && c.utf8Done < len(*c.msg) {
+				// The message ends inside a character.
+				return 0, nil, c.fail(ErrInvalidUTF8, 0)
+			}
 			if c.closeSent.Load() {
 				putMsg(c.msg)
 				c.msg, assembling = nil, false
@@ -413,6 +428,10 @@ func (c *Conn) fill(k int) error {
 		c.r = 0
 	}
 	if c.rc == nil {
+		// With no descriptor to try without waiting, any read may wait.
+		if c.beforeWait != nil {
+			c.beforeWait()
+		}
 		n, err := c.nc.Read((*c.in)[c.w:])
 		c.w += n
 		if n > 0 {
@@ -438,47 +457,6 @@ func (c *Conn) take() {
 	c.stash = nil
 }
 
-// readRaw is the read on the descriptor, run by syscall.RawConn.Read: when
-// nothing is there to read, the buffer goes back to the pool (unread bytes
-// are kept aside) before the goroutine waits, so a waiting connection
-// holds no buffer.
-func (c *Conn) readRaw(fd uintptr) bool {
-	if c.in == nil {
-		c.take()
-	}
-	for {
-		n, err := rawRead(fd, (*c.in)[c.w:])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			if c.beforeWait != nil {
-				c.beforeWait()
-			}
-			if c.r < c.w {
-				c.stash = append([]byte(nil), (*c.in)[c.r:c.w]...)
-			}
-			readPool.Put(c.in)
-			c.in, c.r, c.w = nil, 0, 0
-			return false
-		case err != nil:
-			c.readErr = &readError{err}
-		case n == 0:
-			c.readErr = io.EOF
-		default:
-			c.w += n
-			c.readAt = time.Now()
-		}
-		return true
-	}
-}
-
-// readError wraps a failed read(2).
-type readError struct{ err error }
-
-func (e *readError) Error() string { return "wsconn: read: " + e.err.Error() }
-func (e *readError) Unwrap() error { return e.err }
-
 // unmask applies a frame's masking key to b, the payload bytes from
 // offset pos on.
 func unmask(key [4]byte, pos int, b []byte) {
@@ -494,24 +472,4 @@ func unmask(key [4]byte, pos int, b []byte) {
 	for ; i < len(b); i++ {
 		b[i] ^= key[i&3]
 	}
-}
-
-// rawRead and rawWrite are read(2) and write(2) on the connection's
-// non-blocking descriptor. They do not tell the scheduler they are in a
-// system call: they cannot block, so there is no processor to hand off,
-// and the scheduler's monitor is not woken to take one.
-func rawRead(fd uintptr, b []byte) (int, error) {
-	r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
-}
-
-func rawWrite(fd uintptr, b []byte) (int, error) {
-	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
 }

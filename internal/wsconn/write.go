@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"net"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 )
@@ -82,28 +81,6 @@ func (c *Conn) writeNow(b []byte) (int, error) {
 	}
 	c.wbuf, c.werr = nil, nil
 	return sent, err
-}
-
-// writeStep is the write on the descriptor, run by syscall.RawConn.Write
-// with the state writeNow or writeRaw left in c: it writes c.wbuf from
-// c.wsent on until all is written, the socket is full (when c.wwait is
-// not set) or write(2) fails. A prebuilt function and fields on c, rather
-// than a closure, keep a write from allocating.
-func (c *Conn) writeStep(fd uintptr) bool {
-	for c.wsent < len(c.wbuf) {
-		n, err := rawWrite(fd, c.wbuf[c.wsent:])
-		switch {
-		case err == syscall.EINTR:
-			continue
-		case err == syscall.EAGAIN:
-			return !c.wwait
-		case err != nil:
-			c.werr = &writeError{err}
-			return true
-		}
-		c.wsent += n
-	}
-	return true
 }
 
 // Flush sends what TryWriteReserved kept, waiting for the socket as
@@ -195,12 +172,6 @@ func (c *Conn) writeRaw(b []byte) error {
 	c.wbuf, c.werr = nil, nil
 	return err
 }
-
-// writeError wraps a failed write(2).
-type writeError struct{ err error }
-
-func (e *writeError) Error() string { return "wsconn: write: " + e.err.Error() }
-func (e *writeError) Unwrap() error { return e.err }
 
 // deadline bounds the write about to start; wmu is held.
 func (c *Conn) deadline() {
