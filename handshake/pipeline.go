@@ -273,7 +273,7 @@ func (p *pipeline) send(batch []*call) {
 	_, execErr := pipe.Exec(ctx)
 	p.retryNoScript(ctx, chunks, cmds)
 
-	p.store.health.roundTrip(nil, time.Since(sent), roundTripErr(execErr, cmds))
+	p.store.health.roundTrip(context.Background(), time.Since(sent), roundTripErr(execErr, cmds))
 	failed := false
 	for i, ch := range chunks {
 		err := cmds[i].Err()
