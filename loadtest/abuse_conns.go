@@ -63,7 +63,7 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 	var (
 		mu       sync.Mutex
 		conns    []net.Conn // guarded by mu
-		notes    []string   // guarded by mu
+		notes    noteList
 		opened   atomic.Int64
 		closed   atomic.Int64
 		failed   atomic.Int64
@@ -71,13 +71,7 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 		watchers sync.WaitGroup
 		ending   atomic.Bool
 	)
-	note := func(s string) {
-		mu.Lock()
-		if len(notes) < maxNotes {
-			notes = append(notes, s)
-		}
-		mu.Unlock()
-	}
+	note := notes.add
 	if !sleepUntil(ctx, start) {
 		return rep
 	}
@@ -146,8 +140,8 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 	for _, c := range conns {
 		c.Close()
 	}
-	rep.Notes = notes
 	mu.Unlock()
+	rep.Notes = notes.all()
 	watchers.Wait()
 	codes := ""
 	statuses.Range(func(k, v any) bool {

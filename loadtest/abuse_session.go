@@ -100,6 +100,29 @@ func (e *attackEnv) oneClient() netip.Addr {
 	return sourceAddr(blockAbuse, maxSources-1)
 }
 
+// noteList keeps a few distinct example errors for a report. The zero
+// value is empty; it is safe for concurrent use.
+type noteList struct {
+	mu   sync.Mutex
+	list []string // guarded by mu
+}
+
+// add keeps s unless maxNotes are kept already or s is one of them.
+func (n *noteList) add(s string) {
+	n.mu.Lock()
+	if len(n.list) < maxNotes && !slices.Contains(n.list, s) {
+		n.list = append(n.list, s)
+	}
+	n.mu.Unlock()
+}
+
+// all returns a copy of the notes kept.
+func (n *noteList) all() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return slices.Clone(n.list)
+}
+
 // attackers are the sessions of one attack. Sessions that read have a
 // sink (a subscriber that counts nothing) that notices the server's close
 // while the attack runs; sessions that never read are probed after it.
@@ -113,7 +136,7 @@ type attackers struct {
 
 	mu       sync.Mutex
 	sessions []*attackSession // guarded by mu
-	notes    []string         // guarded by mu
+	notes    noteList
 }
 
 // attackSession is one attacker session.
@@ -127,13 +150,7 @@ type attackSession struct {
 func newAttackers(env *attackEnv) *attackers { return &attackers{env: env} }
 
 // note keeps an example error for the report.
-func (a *attackers) note(s string) {
-	a.mu.Lock()
-	if len(a.notes) < maxNotes && !slices.Contains(a.notes, s) {
-		a.notes = append(a.notes, s)
-	}
-	a.mu.Unlock()
-}
+func (a *attackers) note(s string) { a.notes.add(s) }
 
 // open dials one session from local offering heartBeat; with reading it
 // gets a sink. A handshake refused with 429 is retried every retryPause
@@ -253,9 +270,7 @@ func (a *attackers) outcome(rep *attackerReport) {
 	}
 	rep.FramesWritten += a.written.Load()
 	rep.Refused += a.refused.Load()
-	a.mu.Lock()
-	rep.Notes = append(rep.Notes, a.notes...)
-	a.mu.Unlock()
+	rep.Notes = append(rep.Notes, a.notes.all()...)
 }
 
 // closeAll ends every session and waits for the sinks.

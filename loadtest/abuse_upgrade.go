@@ -93,17 +93,10 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 	var (
 		admitted, refused, failed atomic.Int64
 		conns, serverClosed       atomic.Int64
-		mu                        sync.Mutex
-		notes                     []string
+		notes                     noteList
 		wg                        sync.WaitGroup
 	)
-	note := func(s string) {
-		mu.Lock()
-		if len(notes) < maxNotes {
-			notes = append(notes, s)
-		}
-		mu.Unlock()
-	}
+	note := notes.add
 	for range cfg.floodConns {
 		wg.Go(func() {
 			d := &net.Dialer{Timeout: dialTimeout}
@@ -187,7 +180,7 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 	rep.Open = rep.Sessions - rep.ClosedByServer
 	rep.Refused = refused.Load()
 	rep.FramesWritten = admitted.Load() + refused.Load()
-	rep.Notes = notes
+	rep.Notes = notes.all()
 	rep.Figures = map[string]float64{
 		figFloodAdmitted: float64(admitted.Load()), figFloodRefused: float64(refused.Load()), figFloodLimit: limit,
 		figHonestTried: float64(tried), figHonestOK: float64(ok),

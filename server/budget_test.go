@@ -2,11 +2,9 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,27 +18,14 @@ import (
 // Config.SocketSendBuffer. wrap, if not nil, wraps that listener again.
 func startListeningServer(t *testing.T, cfg Config, wrap func(net.Listener) net.Listener) *testServer {
 	t.Helper()
-	obs := &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}
-	cfg.Observer = obs
-	srv, err := New(cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	hs := httptest.NewUnstartedServer(srv)
-	hs.Listener = srv.Listener(hs.Listener)
-	if wrap != nil {
-		hs.Listener = wrap(hs.Listener)
-	}
-	hs.Start()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+	cfg.Observer = nil
+	return startServerWith(t, cfg, func(srv *Server, ln net.Listener) net.Listener {
+		ln = srv.Listener(ln)
+		if wrap != nil {
+			ln = wrap(ln)
 		}
-		hs.Close()
+		return ln
 	})
-	return &testServer{Server: srv, url: "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws", obs: obs}
 }
 
 // dialStuck opens a hand-written session with a small receive buffer,

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
 	"strings"
 	"sync"
@@ -20,6 +21,13 @@ type testServer struct {
 
 func startServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
+	return startServerWith(t, cfg, nil)
+}
+
+// startServerWith is startServer with listen, when not nil, choosing the
+// listener the server is served on from the test's own.
+func startServerWith(t *testing.T, cfg Config, listen func(*Server, net.Listener) net.Listener) *testServer {
+	t.Helper()
 	obs := &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}
 	if cfg.Observer == nil {
 		cfg.Observer = obs
@@ -28,7 +36,11 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	hs := httptest.NewServer(srv)
+	hs := httptest.NewUnstartedServer(srv)
+	if listen != nil {
+		hs.Listener = listen(srv, hs.Listener)
+	}
+	hs.Start()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

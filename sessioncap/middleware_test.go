@@ -23,11 +23,19 @@ import (
 // cap of max per client IP, on an httptest listener.
 func newCappedServer(t *testing.T, l *Limiter, max int) string {
 	t.Helper()
+	return serveCapped(t, MiddlewareConfig{Limiter: l, Zone: "ws_handshake", Max: max})
+}
+
+// serveCapped serves a real STOMP server behind Middleware configured by
+// cfg (its Logger discards), on an httptest listener, and returns its URL.
+func serveCapped(t *testing.T, cfg MiddlewareConfig) string {
+	t.Helper()
 	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := Middleware(MiddlewareConfig{Limiter: l, Zone: "ws_handshake", Max: max, Logger: slog.New(slog.DiscardHandler)}, srv)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	h, err := Middleware(cfg, srv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,34 +162,17 @@ func TestMiddlewareConfig(t *testing.T) {
 func TestMiddlewareCapsIPv6Prefix(t *testing.T) {
 	t.Parallel()
 	l := newTestLimiter(t, "", false, nil)
-	srv, err := server.New(server.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var prefixRefused atomic.Int64
-	h, err := Middleware(MiddlewareConfig{
+	url := serveCapped(t, MiddlewareConfig{
 		Limiter: l, Zone: "ws_handshake", Max: 2,
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		PrefixRefused:  func() { prefixRefused.Add(1) },
-		Logger:         slog.New(slog.DiscardHandler),
-	}, srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(h)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		hs.Close()
 	})
 	from := func(addr string) (*websocket.Conn, *http.Response) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http"), &websocket.DialOptions{
+		c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http"), &websocket.DialOptions{
 			Subprotocols: []string{"v12.stomp"},
 			HTTPHeader:   http.Header{"X-Forwarded-For": {addr}},
 		})
