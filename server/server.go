@@ -38,6 +38,9 @@ type Server struct {
 	// backend is Config.Observer when it also counts the backend events
 	// (BackendObserver), resolved once; nil otherwise.
 	backend BackendObserver
+	// input is Config.Observer when it also counts inbound-budget
+	// pauses (InputObserver), resolved once; nil otherwise.
+	input InputObserver
 
 	// sleep, when set by a test, replaces the timer Drain waits on.
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -58,6 +61,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: c, subprotocols: stompframe.Subprotocols()}
 	s.backend, _ = c.Observer.(BackendObserver)
+	s.input, _ = c.Observer.(InputObserver)
 	s.reg.init()
 	return s, nil
 }
