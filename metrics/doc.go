@@ -49,6 +49,11 @@
 //   - stompgate_reader_pauses_total: times a session stopped reading
 //     because its own replies (RECEIPTs) filled its outbound bounds; the
 //     client's TCP connection then pushes back until it reads them.
+//   - stompgate_input_pauses_total{budget}: times a session stopped
+//     reading because it spent its inbound budget per window (frames or
+//     bytes); TCP holds the client back until the window ends.
+//   - stompgate_input_paused_seconds_total: seconds readers spent in those
+//     pauses, summed over sessions.
 //
 // Inbound frames through the interceptor chain:
 //

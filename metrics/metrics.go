@@ -100,6 +100,7 @@ type Metrics struct {
 	relay   relayMetrics
 	caps    capMetrics
 	backend backendMetrics
+	input   inputMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 }
@@ -127,6 +128,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildSessionCaps(b)
 	m.buildHTTP(b)
 	m.buildBackend(b)
+	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {
 		b.rollback()

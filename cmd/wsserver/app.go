@@ -114,6 +114,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	inFrames, inBytes := st.inboundBudget()
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -132,6 +133,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		MaxTransactionBytes:  st.maxTxBytes,
 		ControlLimit:         st.controlLimit,
 		ControlWindow:        st.controlWindow,
+		InboundFrames:        inFrames,
+		InboundBytes:         inBytes,
+		InboundWindow:        st.inboundWindow,
 		WriteTimeout:         st.writeTimeout,
 		OriginPatterns:       splitList(st.allowedOrigins),
 		Chain:                chain,

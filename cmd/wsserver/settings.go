@@ -89,6 +89,7 @@ type settings struct {
 	pingTimeout           time.Duration
 
 	backendSettings // app destinations and the server API (backend.go)
+	inboundSettings // the per-session inbound budget (inbound.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -153,6 +154,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.drainFlags(fs)
 	s.adminFlags(fs)
 	s.backendFlags(fs)
+	s.inboundFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")
