@@ -206,9 +206,12 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		return nil, err
 	}
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
-		Verifier: verifier,
-		Required: st.authRequired,
-		Bans:     bans,
+		Verifier:         verifier,
+		Required:         st.authRequired,
+		Bans:             bans,
+		RememberedTokens: st.rememberedTokens,
+		TokenChecks:      st.tokenChecks,
+		TokenCheckWindow: st.tokenCheckWindow,
 	})
 	if err != nil {
 		return nil, err

@@ -5,15 +5,21 @@ import (
 	"math"
 	"time"
 
+	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/server"
 )
 
-// inboundSettings are the per-session inbound budget
-// (server.Config.InboundFrames).
+// inboundSettings bound the CPU one session's input costs: the inbound
+// budget (server.Config.InboundFrames) and the token checks after
+// CONNECT (interceptor.PrincipalConfig.TokenChecks).
 type inboundSettings struct {
 	inboundFrames int
 	inboundBytes  int
 	inboundWindow time.Duration
+
+	rememberedTokens int
+	tokenChecks      int
+	tokenCheckWindow time.Duration
 }
 
 // inboundFlags registers the inbound budget's settings. Their zero
@@ -23,6 +29,9 @@ func (s *settings) inboundFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.inboundFrames, "inbound-frames", 0, "frames a session may send per -inbound-window, counting every WebSocket frame (fragments and pings too), STOMP frame and heart-beat EOL; a session over it is not closed but not read until the window ends (0: the larger of 2000 and 4 SENDs' worth of -send-limit)")
 	fs.IntVar(&s.inboundBytes, "inbound-bytes", 0, "WebSocket payload bytes a session may send per -inbound-window, paused like -inbound-frames (0: the larger of 4 MiB and -send-limit frames of -max-frame-size)")
 	fs.DurationVar(&s.inboundWindow, "inbound-window", server.DefaultInboundWindow, "window of -inbound-frames and -inbound-bytes; also the longest pause")
+	fs.IntVar(&s.rememberedTokens, "remembered-tokens", interceptor.DefaultRememberedTokens, "verified tokens each session remembers, so that a token header repeating one costs no signature check")
+	fs.IntVar(&s.tokenChecks, "token-checks", interceptor.DefaultTokenChecks, "signature checks of new tokens (token headers after CONNECT) per session per -token-check-window; one more closes the session with ERROR \"too many token checks\"")
+	fs.DurationVar(&s.tokenCheckWindow, "token-check-window", interceptor.DefaultTokenCheckWindow, "window of -token-checks")
 }
 
 // validateInbound checks the settings inboundFlags registers.
@@ -35,6 +44,15 @@ func (s *settings) validateInbound() error {
 	}
 	if s.inboundWindow <= 0 {
 		return badSetting("inbound-window", s.inboundWindow, "must be positive")
+	}
+	if s.rememberedTokens < 1 {
+		return badSetting("remembered-tokens", s.rememberedTokens, "must be positive")
+	}
+	if s.tokenChecks < 1 {
+		return badSetting("token-checks", s.tokenChecks, "must be positive")
+	}
+	if s.tokenCheckWindow <= 0 {
+		return badSetting("token-check-window", s.tokenCheckWindow, "must be positive")
 	}
 	return nil
 }
