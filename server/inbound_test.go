@@ -204,14 +204,14 @@ func TestInboundBudget(t *testing.T) {
 
 // TestInboundPauseKeepsHeartBeat floods empty continuation fragments,
 // which never complete a message, from a session that negotiated
-// heart-beats every 100 ms: the reader's pauses last half of that, and
+// heart-beats every 300 ms: the reader's pauses last a sixth of that, and
 // the session must not be taken for silent while the server chooses not
 // to read it.
 func TestInboundPauseKeepsHeartBeat(t *testing.T) {
 	ts := startServer(t, Config{InboundFrames: 400, InboundWindow: 50 * time.Millisecond,
-		HeartBeatReceive: 100 * time.Millisecond, HeartBeatTolerance: 100 * time.Millisecond})
+		HeartBeatReceive: 300 * time.Millisecond, HeartBeatTolerance: 300 * time.Millisecond})
 	c := dialSock(t, ts.url)
-	c.connect(t, "heart-beat:100,0")
+	c.connect(t, "heart-beat:300,0")
 	var s *session
 	ts.reg.each(func(one *session) { s = one })
 	if _, err := c.nc.Write(wsFrame(false, 1, nil)); err != nil {
@@ -223,9 +223,10 @@ func TestInboundPauseKeepsHeartBeat(t *testing.T) {
 		defer close(done)
 		c.flood(ctx, bytes.Repeat(wsFrame(false, 0, nil), 1000))
 	}()
-	// Twenty pauses are ten times the 200 ms a silent session is given.
+	// Forty pauses are over three times the 600 ms a silent session is
+	// given.
 	poll.Until(t, 30*time.Second, func() error {
-		if n := s.in.pauses.Load(); n < 20 {
+		if n := s.in.pauses.Load(); n < 40 {
 			if ts.Sessions() == 0 {
 				return poll.Stop(fmt.Errorf("the session ended after %d pauses", n))
 			}
