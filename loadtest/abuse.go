@@ -44,6 +44,9 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	floodSessions   int
+	baselineP99     float64
+	jwtSecret       string
 }
 
 // The attacks, in the order they run.
@@ -56,10 +59,14 @@ const (
 	attackHTTPIdle    = "http-idle"
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
+	// The CPU attacks (abuse_cpu.go).
+	attackUnlimitedFrames = "unlimited-frames"
+	attackTokenChurn      = "token-churn"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP,
+	attackUnlimitedFrames, attackTokenChurn}
 
 // Abuse defaults, each with its reason.
 const (
@@ -99,6 +106,9 @@ const (
 	// publish: twice the send limit, so the server's limit, not the
 	// tool, sets what gets through.
 	defaultPerIPRate = 2 * defaultSendLimit
+	// defaultFloodSessions are the unlimited-frames sessions: four, one
+	// of each kind of frame, took the honest p99 from 0.4 to 52-71 ms.
+	defaultFloodSessions = 4
 	// maxAttackSessions bounds the sessions or connections of one attack.
 	maxAttackSessions = 10_000
 	// maxAttackBody bounds the body and message sizes: wsserver's frame
@@ -134,6 +144,9 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	fs.IntVar(&c.floodSessions, "flood-sessions", defaultFloodSessions, "unlimited-frames: sessions flooding ACKs, EOLs, empty continuation fragments and dropped SENDs, one kind each in turn (0: none, for the honest baseline)")
+	fs.Float64Var(&c.baselineP99, "baseline-p99", 0, "unlimited-frames: the honest p99 in ms without flooders (a run with -flood-sessions 0); the target is 2× it (0: not judged)")
+	fs.StringVar(&c.jwtSecret, "jwt-secret", "", "token-churn: the server's -jwt-secret, to sign HS256 tokens of one principal")
 	return fs
 }
 
@@ -210,6 +223,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-send-limit %d: must be above 1", c.sendLimit)
 	case c.sessionCap < 0:
 		return fmt.Errorf("-session-cap %d is negative", c.sessionCap)
+	case c.floodSessions < 0 || c.floodSessions > maxAttackSessions:
+		return fmt.Errorf("-flood-sessions %d: must be in [0, %d]", c.floodSessions, maxAttackSessions)
+	case c.baselineP99 < 0:
+		return fmt.Errorf("-baseline-p99 %v is negative", c.baselineP99)
 	case c.perIPRate <= 0 || c.perIPRate > maxRate:
 		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, maxRate)
 	case !strings.HasPrefix(c.httpPath, "/"):
@@ -261,6 +278,10 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackUnlimitedFrames:
+		return &unlimitedFramesAttack{env: env}
+	case attackTokenChurn:
+		return &tokenChurnAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

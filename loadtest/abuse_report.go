@@ -169,6 +169,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		}
 		add(target, status, fmt.Sprintf("%s; bound %d × %d = %.0f msg/s", detail, cfg.sessionCap, cfg.sendLimit, bound))
 	}
+	r.judgeCPU(cfg, add)
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

@@ -17,9 +17,9 @@ import (
 )
 
 // startWsserver builds cmd/wsserver, starts it with its default settings
-// on a free loopback port, and returns its ws URL and process id. The
+// and args on a free loopback port, and returns its ws URL and process id. The
 // test fails if the server cannot be built or started.
-func startWsserver(t *testing.T) (string, int) {
+func startWsserver(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wsserver")
 	build := exec.Command("go", "build", "-o", bin, "github.com/stompgate/stompgate/cmd/wsserver")
@@ -27,7 +27,7 @@ func startWsserver(t *testing.T) (string, int) {
 		t.Fatalf("building wsserver: %v\n%s", err, out)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error")
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error"}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p, err := testproc.Start(cmd)
 	if err != nil {
@@ -67,13 +67,18 @@ func shortAbuse(url string, pid int) abuseConfig {
 		httpPath:       "/healthz",
 		silentSessions: 3,
 		perIPRate:      defaultPerIPRate,
+		floodSessions:  defaultFloodSessions,
+		jwtSecret:      testJWTSecret,
 	}
 	c.pid = pid
 	return c
 }
 
+// testJWTSecret is the -jwt-secret of the server token-churn runs against.
+const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
+
 func TestAbuseAgainstWsserver(t *testing.T) {
-	url, pid := startWsserver(t)
+	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret)
 	cfg := shortAbuse(url, pid)
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
@@ -93,8 +98,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 5 {
-		t.Errorf("%d targets, want 5: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 7 {
+		t.Errorf("%d targets, want 7: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -143,6 +148,10 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if a := byName[attackCommitBurst].Attacker; a.Figures[figCommitted] <= 0 {
 		t.Errorf("commit-burst attacker figures %v, want frames committed", a.Figures)
 	}
+	if a := byName[attackUnlimitedFrames].Attacker; a.Sessions != cfg.floodSessions || a.FramesWritten < 1000 || a.Open != cfg.floodSessions {
+		t.Errorf("unlimited-frames attacker: %d sessions, %d frames, %d open; want %d sessions, all open, thousands of frames",
+			a.Sessions, a.FramesWritten, a.Open, cfg.floodSessions)
+	}
 	// One IP's sessions, each under the send limit: what the observer got
 	// is bounded by the sessions held times the limit, whatever the cap.
 	a := byName[attackPerIP].Attacker
@@ -159,7 +168,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	for _, tg := range ar.Targets {
 		switch {
 		case strings.HasPrefix(tg.Target, "honest subscribers stay connected"),
-			strings.HasPrefix(tg.Target, "receipts keeps server RSS"):
+			strings.HasPrefix(tg.Target, "receipts keeps server RSS"),
+			strings.HasPrefix(tg.Target, "token-churn"):
 			if tg.Status != "pass" {
 				t.Errorf("target %q: %s (%s), want pass", tg.Target, tg.Status, tg.Detail)
 			}
@@ -191,36 +201,47 @@ func TestAbuseJudge(t *testing.T) {
 	perIP := func(rate float64) attackResult {
 		return attackResult{Name: attackPerIP, Attacker: attackerReport{Figures: map[string]float64{figSessionsHeld: 12, figDeliveredEnd: rate}}}
 	}
+	// The unlimited-frames target is judged against a baseline p99 of
+	// 0.6 ms: at most 1.2 ms.
+	flood := func(p99 float64) attackResult {
+		return attackResult{Name: attackUnlimitedFrames, Honest: honestReport{Latency: &latencySummary{P99: p99}}}
+	}
+	churn := func(open bool, errs ...string) attackResult {
+		return attackResult{Name: attackTokenChurn, Attacker: attackerReport{ErrorFrames: errs, Figures: map[string]float64{figOpenAtEnd: b2f(open)}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99),
-		}, []string{"pass", "pass", "pass", "pass", "pass"}},
+			flood(1.1), churn(true, "too many token checks"),
+		}, []string{"pass", "pass", "pass", "pass", "pass", "pass", "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101),
-		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+			flood(1.3), churn(false, "too many token checks"),
+		}, []string{"fail", "fail", "fail", "fail", "fail", "fail", "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackTokenChurn, Error: "token-churn needs -jwt-secret"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
-			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackUnlimitedFrames},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap})
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, floodSessions: 4, baselineP99: 0.6})
 			if len(r.Targets) != len(tt.want) {
 				t.Fatalf("%d targets, want %d", len(r.Targets), len(tt.want))
 			}
