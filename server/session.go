@@ -299,6 +299,9 @@ func (s *session) drain() {
 	// What the writer is to send (an ERROR, the close) must not wait for
 	// this client to stop sending.
 	s.flushBatch()
+	// What is read now is discarded: it costs no budget, and the reader
+	// must not pause while the close waits for it.
+	s.conn.SetFrameHook(nil)
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.WriteTimeout + wsconn.CloseTimeout))
 	for {
 		if _, _, err := s.conn.ReadMessage(); err != nil {

@@ -187,7 +187,8 @@ func (c *Conn) SetBeforeWait(f func()) { c.beforeWait = f }
 // ReadMessage returns only whole messages, so this is how a caller
 // accounts for frames that never complete one. f may wait: while it does
 // nothing more is read, and TCP pushes back on the peer. It must not
-// read from c. Call it before the first ReadMessage.
+// read from c. Call it on the goroutine calling ReadMessage, or before
+// the first ReadMessage; nil removes the hook.
 func (c *Conn) SetFrameHook(f func(payload int)) { c.onFrame = f }
 
 // ReadTime returns when the last read system call that brought bytes in
