@@ -103,6 +103,15 @@ const BanCheckTimeout = 100 * time.Millisecond
 // ignored. The token header is never passed on to subscribers of a SEND
 // that carries it.
 //
+// Checking a signature costs tens of microseconds, and this stage runs
+// before any rate limit, so a session's checks are bounded: the tokens it
+// was verified from are remembered (PrincipalConfig.RememberedTokens, by
+// a keyed hash), and a header repeating one, or switching back to one
+// that has not expired, is applied without a check; new tokens are
+// checked at most PrincipalConfig.TokenChecks times per TokenCheckWindow,
+// and one more ends the session with ERROR "too many token checks"
+// (RejectTokenFlood).
+//
 // A frame that carries only the token and does nothing else is an
 // UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2
 // allows it; the server answers with the RECEIPT once the new expiry is in
