@@ -30,6 +30,19 @@ type PrincipalConfig struct {
 	// with RejectBanned. The check is bounded by BanCheckTimeout; a check
 	// that fails or times out lets the session in. Nil: no check.
 	Bans BanChecker
+
+	// RememberedTokens is how many tokens each session remembers once
+	// verified (by a keyed hash), so that a token header repeating one,
+	// or switching back to one, costs no signature check. Default
+	// DefaultRememberedTokens; negative is an error.
+	RememberedTokens int
+	// TokenChecks new tokens (not remembered) may be verified per
+	// session per TokenCheckWindow (a fixed window) after CONNECT; one
+	// more ends the session with RejectTokenFlood. Defaults
+	// DefaultTokenChecks and DefaultTokenCheckWindow; negative is an
+	// error.
+	TokenChecks      int
+	TokenCheckWindow time.Duration
 }
 
 // TokenVerifier turns a client's token into the principal it names. It is
@@ -90,6 +103,15 @@ const BanCheckTimeout = 100 * time.Millisecond
 // ignored. The token header is never passed on to subscribers of a SEND
 // that carries it.
 //
+// Checking a signature costs tens of microseconds, and this stage runs
+// before any rate limit, so a session's checks are bounded: the tokens it
+// was verified from are remembered (PrincipalConfig.RememberedTokens, by
+// a keyed hash), and a header repeating one, or switching back to one
+// that has not expired, is applied without a check; new tokens are
+// checked at most PrincipalConfig.TokenChecks times per TokenCheckWindow,
+// and one more ends the session with ERROR "too many token checks"
+// (RejectTokenFlood).
+//
 // A frame that carries only the token and does nothing else is an
 // UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2
 // allows it; the server answers with the RECEIPT once the new expiry is in
@@ -119,6 +141,9 @@ func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if err := cfg.withTokenDefaults(); err != nil {
+		return nil, err
 	}
 	return &PrincipalStage{cfg: cfg}, nil
 }
@@ -191,13 +216,24 @@ func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) 
 // and new destination patterns. The Principal is replaced, not changed in
 // place, so one read elsewhere sees either the old or the new one whole.
 func (p *PrincipalStage) refresh(s *Session, token string) Result {
-	if s.Principal.token != 0 && s.Principal.token == tokenSum(token) {
+	sum := tokenSum(token)
+	if s.Principal.token != 0 && s.Principal.token == sum {
 		// The token the session holds already: checking its signature
-		// again (up to a few RSA verifications) on every frame that
-		// repeats it would let a client spend the server's CPU outside
-		// any rate limit, as this stage runs before the send limiter.
-		// Its expiry is in force already.
+		// again on every frame that repeats it would let a client spend
+		// the server's CPU outside any rate limit, as this stage runs
+		// before the send limiter. Its expiry is in force already.
 		return Continue()
+	}
+	now := p.cfg.Now()
+	if pr := s.remembered(sum, now); pr != nil {
+		// A token verified before for this session, for its principal
+		// (only those are remembered): a client alternating two tokens
+		// costs two checks, not one per frame.
+		s.Principal = pr
+		return Continue()
+	}
+	if !p.allowTokenCheck(s, now) {
+		return p.tokenFlood()
 	}
 	pr, r := p.verify(token)
 	if r.Outcome != Pass {
@@ -211,6 +247,8 @@ func (p *PrincipalStage) refresh(s *Session, token string) Result {
 		return RejectFrame(RejectAuth, "invalid credentials",
 			fmt.Sprintf("the token is for %q, not for the session's principal %q", pr.Name, s.Principal.Name))
 	}
+	s.remember(s.Principal, p.cfg.RememberedTokens)
+	s.remember(pr, p.cfg.RememberedTokens)
 	s.Principal = pr
 	return Continue()
 }

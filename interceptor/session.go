@@ -35,6 +35,14 @@ type Session struct {
 	abuseStart int64 // Unix nanoseconds
 	abuseDrops int
 
+	// The PrincipalStage's token checks after CONNECT (tokens.go): the
+	// tokens verified recently, the next slot to replace, and the checks
+	// counted in a fixed window that starts at the first.
+	tokens     []rememberedToken
+	tokenNext  int
+	checkStart int64 // Unix nanoseconds
+	checks     int
+
 	// values is the per-session state of stages a program adds (Value,
 	// SetValue): a short list, since a chain has a handful of stages.
 	values []sessionValue

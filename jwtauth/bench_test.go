@@ -1,6 +1,7 @@
 package jwtauth
 
 import (
+	"crypto"
 	"testing"
 	"time"
 
@@ -41,6 +42,45 @@ func BenchmarkPrincipalConnect(b *testing.B) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// BenchmarkManyKeys measures a token against a PEM set of 8 RSA keys: one
+// whose kid is its key's thumbprint costs one signature check; one
+// without a kid is refused before any (it cost 8 when every key was
+// tried).
+func BenchmarkManyKeys(b *testing.B) {
+	testKeys(b)
+	pubs := []crypto.PublicKey{&rsaKey.PublicKey}
+	for range 7 {
+		pubs = append(pubs, &genRSA(2048).PublicKey)
+	}
+	keys, err := NewStaticKeys(pubs...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := New(Config{Keys: keys})
+	if err != nil {
+		b.Fatal(err)
+	}
+	kid, _ := Thumbprint(&rsaKey.PublicKey)
+	claims := jwt.MapClaims{"sub": "alice", "exp": t0.Add(time.Hour).Unix()}
+	for _, bc := range []struct {
+		name   string
+		token  string
+		wantOK bool
+	}{
+		{"kid", signWith(b, jwt.SigningMethodRS256, rsaKey, kid, claims), true},
+		{"no kid", signWith(b, jwt.SigningMethodRS256, rsaKey, "", claims), false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(bc.token, t0); (err == nil) != bc.wantOK {
+					b.Fatalf("Verify = %v", err)
+				}
+			}
 		})
 	}
 }

@@ -10,3 +10,10 @@ var ErrUnknownKey = errors.New("jwtauth: no key for the token's algorithm and ke
 // ErrNoKeys is returned by ParsePEMKeys for data that holds no public key
 // or certificate.
 var ErrNoKeys = errors.New("jwtauth: no public key or certificate in the PEM data")
+
+// ErrAmbiguousKey is returned for a token that several configured keys
+// could verify: it names no kid that picks one of them. The Verifier
+// tries at most one key per token, so that a token cannot make it spend
+// a signature check on every key (8 RSA keys cost 5 times one check);
+// give each token the kid of the key that signed it.
+var ErrAmbiguousKey = errors.New("jwtauth: several keys could verify the token and its kid picks none of them")

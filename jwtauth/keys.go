@@ -40,8 +40,9 @@ const MaxRSABits = 8192
 
 // KeySource finds the public keys that may verify a token. The Verifier
 // asks it with the token's alg (AlgRS256 or AlgES256) and the kid of the
-// token's header ("" when there is none), and checks the
-// token against each key returned until one verifies it. A source returns
+// token's header ("" when there is none), and checks the token against
+// the key returned; several keys refuse the token (ErrAmbiguousKey), so
+// a source narrows by kid as far as it can. A source returns
 // only keys of alg's type (KeyAlg(key) == alg); the Verifier drops any
 // other. With no key to offer it returns an error, usually ErrUnknownKey.
 //
@@ -89,12 +90,17 @@ func keyAlg(key crypto.PublicKey) (string, error) {
 }
 
 // StaticKeys is a fixed set of public keys, usually read from a PEM file
-// by ParsePEMKeys. A token's kid is not used: every key of the token's
-// algorithm is tried, so a file may hold the current key and the next one
-// during a rotation. Its zero value holds no key; it is safe for
-// concurrent use.
+// by ParsePEMKeys. PEM keys have no kid of their own, so each is known by
+// its RFC 7638 thumbprint (Thumbprint): a token whose kid is a key's
+// thumbprint is checked against that key only. Any other token is checked
+// against the one key of its algorithm; when the set holds several (a
+// file with the current key and the next one, during a rotation), the
+// Verifier refuses it rather than try each (see Verifier), so tokens of
+// such a set carry their key's thumbprint as kid. Its zero value holds
+// no key; it is safe for concurrent use.
 type StaticKeys struct {
 	byAlg map[string][]crypto.PublicKey
+	kids  map[string][]string // byAlg's thumbprints, index for index
 }
 
 var _ KeySource = (*StaticKeys)(nil)
@@ -102,13 +108,14 @@ var _ KeySource = (*StaticKeys)(nil)
 // NewStaticKeys returns a source of keys, each of which must be accepted
 // by KeyAlg.
 func NewStaticKeys(keys ...crypto.PublicKey) (*StaticKeys, error) {
-	s := &StaticKeys{byAlg: map[string][]crypto.PublicKey{}}
+	s := &StaticKeys{byAlg: map[string][]crypto.PublicKey{}, kids: map[string][]string{}}
 	for i, k := range keys {
 		alg, err := keyAlg(k)
 		if err != nil {
 			return nil, fmt.Errorf("jwtauth: key %d: %w", i+1, err)
 		}
 		s.byAlg[alg] = append(s.byAlg[alg], k)
+		s.kids[alg] = append(s.kids[alg], thumbprint(k))
 	}
 	return s, nil
 }
@@ -157,11 +164,19 @@ func ParsePEMKeys(data []byte) (*StaticKeys, error) {
 	return NewStaticKeys(keys...)
 }
 
-// PublicKeys returns the keys of alg; kid is ignored.
+// PublicKeys returns the key of alg whose thumbprint is kid, or when
+// none is, every key of alg.
 func (s *StaticKeys) PublicKeys(alg, kid string) ([]crypto.PublicKey, error) {
 	keys := s.byAlg[alg]
 	if len(keys) == 0 {
 		return nil, ErrUnknownKey
+	}
+	if kid != "" {
+		for i, t := range s.kids[alg] {
+			if t == kid {
+				return keys[i : i+1], nil
+			}
+		}
 	}
 	return keys, nil
 }

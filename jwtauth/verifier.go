@@ -19,7 +19,9 @@ type Config struct {
 	// Keys, when set, enables RS256 and ES256 tokens checked against the
 	// public keys it holds (ParsePEMKeys for a PEM file, NewJWKS for a
 	// provider's key set). Each key verifies only the algorithm of its
-	// type (KeyAlg). Both may be set: HS256 tokens are then checked
+	// type (KeyAlg), and a token is checked against one key: the one its
+	// kid names, or the only one of its alg; a token that several keys
+	// could verify is refused (ErrAmbiguousKey). Both may be set: HS256 tokens are then checked
 	// against Secret, RS256 and ES256 ones against Keys.
 	Keys KeySource
 	// Leeway is the clock skew allowed on exp and nbf. Default 0;
@@ -127,8 +129,11 @@ func (v *Verifier) Verify(token string, now time.Time) (*interceptor.Principal, 
 
 // key is the parser's Keyfunc. The algorithm the token names picks the
 // key kind, and each algorithm has exactly one: the secret for HS256, the
-// source's keys of that algorithm for RS256 and ES256. A public key is
-// never offered to HMAC, whatever the token says.
+// source's key of that algorithm for RS256 and ES256. A public key is
+// never offered to HMAC, whatever the token says. At most one key is
+// ever tried: when the source offers several for the token's alg and
+// kid, the token is refused with ErrAmbiguousKey instead of costing a
+// signature check per key.
 func (v *Verifier) key(t *jwt.Token) (any, error) {
 	alg := t.Method.Alg()
 	switch alg {
@@ -152,10 +157,16 @@ func (v *Verifier) key(t *jwt.Token) (any, error) {
 				set.Keys = append(set.Keys, k)
 			}
 		}
-		if len(set.Keys) == 0 {
+		switch len(set.Keys) {
+		case 0:
 			return nil, ErrUnknownKey
+		case 1:
+			return set.Keys[0], nil
 		}
-		return set, nil
+		if kid == "" {
+			return nil, fmt.Errorf("%w: the token has no kid and %d %s keys are configured", ErrAmbiguousKey, len(set.Keys), alg)
+		}
+		return nil, fmt.Errorf("%w: kid %q matches %d %s keys", ErrAmbiguousKey, kid, len(set.Keys), alg)
 	}
 	return nil, fmt.Errorf("jwtauth: algorithm %q is not accepted", alg)
 }

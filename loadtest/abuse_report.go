@@ -197,6 +197,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgeAppFill(cfg, add)
 	r.judgeUpgradeFlood(add)
 	r.judgeSlowReaders(cfg)
+	r.judgeCPU(cfg, add)
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

@@ -17,9 +17,9 @@ import (
 )
 
 // startWsserver builds cmd/wsserver, starts it with its default settings
-// on a free loopback port, and returns its ws URL and process id. The
+// and args on a free loopback port, and returns its ws URL and process id. The
 // test fails if the server cannot be built or started.
-func startWsserver(t *testing.T) (string, int) {
+func startWsserver(t *testing.T, args ...string) (string, int) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wsserver")
 	build := exec.Command("go", "build", "-o", bin, "github.com/stompgate/stompgate/cmd/wsserver")
@@ -27,7 +27,7 @@ func startWsserver(t *testing.T) (string, int) {
 		t.Fatalf("building wsserver: %v\n%s", err, out)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error")
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error"}, args...)...)
 	testproc.OwnGroup(cmd)
 	p, err := testproc.Start(cmd)
 	if err != nil {
@@ -72,13 +72,18 @@ func shortAbuse(url string, pid int) abuseConfig {
 		floodConns:  20,
 		slowReaders: 5, slowPublishers: 2, slowMessage: 20_000,
 		slowReadRate: defaultSlowReadRate, slowReadBuffer: defaultSlowReadBuffer,
+		floodSessions: defaultFloodSessions,
+		jwtSecret:     testJWTSecret,
 	}
 	c.pid = pid
 	return c
 }
 
+// testJWTSecret is the -jwt-secret of the server token-churn runs against.
+const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
+
 func TestAbuseAgainstWsserver(t *testing.T) {
-	url, pid := startWsserver(t)
+	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret)
 	cfg := shortAbuse(url, pid)
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)
@@ -152,6 +157,10 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if a := byName[attackCommitBurst].Attacker; a.Figures[figCommitted] <= 0 {
 		t.Errorf("commit-burst attacker figures %v, want frames committed", a.Figures)
 	}
+	if a := byName[attackUnlimitedFrames].Attacker; a.Sessions != cfg.floodSessions || a.FramesWritten < 1000 || a.Open != cfg.floodSessions {
+		t.Errorf("unlimited-frames attacker: %d sessions, %d frames, %d open; want %d sessions, all open, thousands of frames",
+			a.Sessions, a.FramesWritten, a.Open, cfg.floodSessions)
+	}
 	// One IP's sessions, each under the send limit: what the observer got
 	// is bounded by the sessions held times the limit, whatever the cap.
 	a := byName[attackPerIP].Attacker
@@ -169,7 +178,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		switch {
 		case strings.HasPrefix(tg.Target, "honest subscribers stay connected"),
 			strings.HasPrefix(tg.Target, "receipts keeps server RSS"),
-			strings.HasPrefix(tg.Target, "user-forge"):
+			strings.HasPrefix(tg.Target, "user-forge"),
+			strings.HasPrefix(tg.Target, "token-churn"):
 			if tg.Status != "pass" {
 				t.Errorf("target %q: %s (%s), want pass", tg.Target, tg.Status, tg.Detail)
 			}
@@ -221,6 +231,14 @@ func TestAbuseJudge(t *testing.T) {
 	}
 	// want gives the status of the targets whose name starts with each
 	// key; every other target must be n/a.
+	// The unlimited-frames target is judged against a baseline p99 of
+	// 0.6 ms: at most 1.2 ms.
+	flood := func(p99 float64) attackResult {
+		return attackResult{Name: attackUnlimitedFrames, Honest: honestReport{Latency: &latencySummary{P99: p99}}}
+	}
+	churn := func(open bool, errs ...string) attackResult {
+		return attackResult{Name: attackTokenChurn, Attacker: attackerReport{ErrorFrames: errs, Figures: map[string]float64{figOpenAtEnd: b2f(open)}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -233,29 +251,34 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
+			flood(1.1), churn(true, "too many token checks"),
 		}, map[string]string{"app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
-			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass"}},
+			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
+			"unlimited-frames": "pass", "token-churn": "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
+			flood(1.3), churn(false, "too many token checks"),
 		}, map[string]string{"app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
-			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail"}},
+			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
+			"unlimited-frames": "fail", "token-churn": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
 			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"}, {Name: attackAppFill, Error: "refused"},
-			{Name: attackSlowReaders, Error: "refused"},
+			{Name: attackSlowReaders, Error: "refused"}, {Name: attackTokenChurn, Error: "token-churn needs -jwt-secret"},
 		}, nil},
 		{"not measured, cap not known", 0, []attackResult{
-			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders},
+			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},
 		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage})
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
+				floodSessions: 4, baselineP99: 0.6})
 			seen := map[string]bool{}
 			for _, tg := range r.Targets {
 				want := "n/a"

@@ -5,7 +5,7 @@
 //	go run ./loadtest throughput      [flags]  P publishers, S subscribers, one topic
 //	go run ./loadtest handshake-storm [flags]  WebSocket handshakes per source IP
 //	go run ./loadtest idle            [flags]  N heart-beating sessions, server RSS
-//	go run ./loadtest abuse           [flags]  eight attacks, each beside an honest room
+//	go run ./loadtest abuse           [flags]  attacks, each beside an honest room
 //	go run ./loadtest rooms           [flags]  N players in rooms of M, each sending to its room
 //	go run ./loadtest compare [flags] A.json B.json ...  two servers' rooms runs side by side
 //

@@ -52,6 +52,11 @@
 //   - stompgate_heartbeat_offers_capped_total: CONNECTs whose heart-beat
 //     offer was above -max-heart-beat, treated as none (such sessions are
 //     checked with WebSocket pings).
+//   - stompgate_input_pauses_total{budget}: times a session stopped
+//     reading because it spent its inbound budget per window (frames or
+//     bytes); TCP holds the client back until the window ends.
+//   - stompgate_input_paused_seconds_total: seconds readers spent in those
+//     pauses, summed over sessions.
 //
 // Inbound frames through the interceptor chain:
 //

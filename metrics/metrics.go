@@ -102,6 +102,7 @@ type Metrics struct {
 	relay   relayMetrics
 	caps    capMetrics
 	backend backendMetrics
+	input   inputMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 
@@ -132,6 +133,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildHTTP(b)
 	m.buildPrefix(b)
 	m.buildBackend(b)
+	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
 	if b.err != nil {
 		b.rollback()

@@ -87,6 +87,21 @@ const (
 	// dozens of rooms at once, and holds a script to 10 per second.
 	DefaultControlLimit  = 100
 	DefaultControlWindow = 10 * time.Second
+	// DefaultInboundFrames, DefaultInboundBytes and DefaultInboundWindow
+	// are the per-session budget of everything a client sends (see
+	// Config.InboundFrames). An honest client sends a few frames a
+	// second: 1.3 SENDs at its peak, a heart-beat every 10 s, an ACK for
+	// what it reads; a room delivering 400 messages a second, each ACKed
+	// in a WebSocket message of its own, spends 800 frames. 2,000 frames
+	// is 50 times the default send limit's SENDs (each counts twice: its
+	// WebSocket frame and its STOMP frame), and holds a flooder that
+	// would otherwise push millions a second to well under 1% of a core.
+	// 4 MiB is 64 maximum-size (64 KiB) frames, three times what the
+	// default send limit passes. A one-second window keeps pauses short
+	// and the bursts between them small.
+	DefaultInboundFrames = 2000
+	DefaultInboundBytes  = 4 << 20
+	DefaultInboundWindow = time.Second
 	// writeBatchSize is the size at which the writer stops adding frames
 	// to one WebSocket message: several frames per message save a syscall
 	// each, and STOMP clients parse them as a stream.
@@ -182,6 +197,20 @@ type Config struct {
 	// DefaultControlLimit and DefaultControlWindow; negative is an error.
 	ControlLimit  int
 	ControlWindow time.Duration
+	// InboundFrames frames and InboundBytes bytes of WebSocket payload
+	// may be read from one session per InboundWindow (a fixed window).
+	// Frames are counted however they come: WebSocket frames of every
+	// kind (continuation fragments, empty ones too, and pings), STOMP
+	// frames of every command, and heart-beat EOLs, so that frames no
+	// other limit applies to (ACKs, SENDs the send limit drops, EOLs,
+	// fragments that never complete a message) cost bounded CPU. A
+	// session that spends its budget is not closed: its reader stops
+	// reading until the window ends, and TCP holds the client back
+	// (counted by InputObserver). Defaults DefaultInboundFrames,
+	// DefaultInboundBytes and DefaultInboundWindow; negative is an
+	// error.
+	InboundFrames, InboundBytes int
+	InboundWindow               time.Duration
 	// OriginPatterns are host patterns (path.Match syntax, matched without
 	// regard to case against the Origin's host, or against scheme://host
 	// when the pattern holds "://") of cross-origin pages allowed to
@@ -295,6 +324,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ControlWindow", &c.ControlWindow, DefaultControlWindow},
 		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},
 		{"AppTimeout", &c.AppTimeout, DefaultAppTimeout},
+		{"InboundWindow", &c.InboundWindow, DefaultInboundWindow},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
@@ -334,6 +364,8 @@ func (c Config) withDefaults() (Config, error) {
 		{"MaxTransactionFrames", &c.MaxTransactionFrames, DefaultMaxTransactionFrames},
 		{"MaxTransactionBytes", &c.MaxTransactionBytes, DefaultMaxTransactionBytes},
 		{"ControlLimit", &c.ControlLimit, DefaultControlLimit},
+		{"InboundFrames", &c.InboundFrames, DefaultInboundFrames},
+		{"InboundBytes", &c.InboundBytes, DefaultInboundBytes},
 	} {
 		if *n.v < 0 {
 			return c, fmt.Errorf("server: %s %d is negative", n.name, *n.v)

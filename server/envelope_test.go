@@ -42,7 +42,10 @@ func (ts *testServer) held(t *testing.T, id string) (frames, bytes int) {
 // sessions must not notice.
 func TestReceiptFloodBackpressure(t *testing.T) {
 	const queue, queueBytes = 256, 64 << 10
-	ts := startServer(t, Config{OutboundQueue: queue, OutboundBytes: queueBytes, ControlLimit: 1 << 30, WriteTimeout: time.Minute})
+	// The inbound budget would hold this client back before its
+	// replies do.
+	ts := startServer(t, Config{OutboundQueue: queue, OutboundBytes: queueBytes, ControlLimit: 1 << 30, WriteTimeout: time.Minute,
+		InboundFrames: 1 << 30, InboundBytes: 1 << 30})
 	c := dialRaw(t, ts.url)
 	id := c.Connect().Get("session")
 

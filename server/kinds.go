@@ -38,7 +38,8 @@ const (
 
 // ProtocolErrorKinds returns every kind a session's protocol error is
 // reported under: the server's own and the rejections of the standard
-// stages (interceptor.RejectAuth, interceptor.RejectPermission). The
+// stages (interceptor.RejectAuth, interceptor.RejectPermission,
+// interceptor.RejectTokenFlood). The
 // slice is a fresh copy.
 func ProtocolErrorKinds() []string {
 	return []string{
@@ -46,5 +47,6 @@ func ProtocolErrorKinds() []string {
 		KindUnknownCommand, KindMissingHeader, KindUnsupportedVersion,
 		KindNotConnected, KindInvalidUTF8, KindNoBackend, KindWebSocket,
 		interceptor.RejectAuth, interceptor.RejectPermission,
+		interceptor.RejectTokenFlood,
 	}
 }

@@ -64,6 +64,7 @@ func (s *session) pingPeer() {
 	p.mu.Unlock()
 	defer p.inFlight.Done()
 
+	sent := time.Now().UnixNano()
 	err := s.conn.Ping(ctx)
 	cancel()
 
@@ -75,7 +76,11 @@ func (s *session) pingPeer() {
 		p.mu.Unlock()
 		return
 	}
-	if err == nil {
+	if resumed := s.resumed.Load(); err == nil || resumed >= sent || s.paused.Load() > resumed {
+		// A pong, or a reader that the inbound budget paused while the
+		// ping was out (or pauses now): that client sends more than is
+		// read, so its pong may wait behind its own backlog; it is not
+		// dead.
 		p.timer.Reset(s.srv.cfg.PingInterval)
 		p.mu.Unlock()
 		return

@@ -44,6 +44,9 @@ type Server struct {
 	// backlog is Config.Observer when it also counts app backlog
 	// refusals (AppBacklogObserver), resolved once; nil otherwise.
 	backlog AppBacklogObserver
+	// input is Config.Observer when it also counts inbound-budget
+	// pauses (InputObserver), resolved once; nil otherwise.
+	input InputObserver
 
 	// sleep, when set by a test, replaces the timer Drain waits on.
 	sleep func(ctx context.Context, d time.Duration) bool
@@ -66,6 +69,7 @@ func New(cfg Config) (*Server, error) {
 	s.out.limit = int64(max(c.OutboundTotalBytes, 0))
 	s.backend, _ = c.Observer.(BackendObserver)
 	s.backlog, _ = c.Observer.(AppBacklogObserver)
+	s.input, _ = c.Observer.(InputObserver)
 	s.reg.init()
 	return s, nil
 }

@@ -41,10 +41,14 @@ type session struct {
 	txs        map[string]*transaction
 	txBytes    int                       // bytes held by all open transactions
 	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
+	in         inboundBudget             // frames and bytes per window (inbound.go)
+	heartBeats uint64                    // dec.HeartBeats() already charged to in
 
 	opened    int64        // Unix nanoseconds of the WebSocket upgrade
 	lastRead  atomic.Int64 // Unix nanoseconds of the last WebSocket message read
 	lastWrite atomic.Int64 // Unix nanoseconds of the last WebSocket write
+	paused    atomic.Int64 // Unix nanoseconds the reader last paused for the inbound budget
+	resumed   atomic.Int64 // Unix nanoseconds it last resumed from such a pause
 
 	// mu guards the outbound queue and the end state below.
 	mu          sync.Mutex
@@ -116,6 +120,7 @@ func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *se
 // serve runs the session on the calling goroutine until it ends.
 func (s *session) serve() {
 	s.conn.SetBeforeWait(s.flushBatch)
+	s.conn.SetFrameHook(s.chargeFrame)
 	s.mu.Lock()
 	s.hbIn = time.AfterFunc(s.srv.cfg.ConnectTimeout, s.connectTimeout)
 	s.mu.Unlock()
@@ -242,6 +247,20 @@ func (s *session) decodeAll(now time.Time) bool {
 			s.fail(ending{reason: CloseProtocolError, kind: protocolErrorKind(pe), message: pe.Message, detail: pe.Detail})
 			return true
 		}
+		// Every STOMP frame and heart-beat EOL is charged as well as the
+		// WebSocket frames that brought them: one message may pack
+		// thousands.
+		n := 0
+		if f != nil {
+			n = 1
+		}
+		if hb := s.dec.HeartBeats(); hb != s.heartBeats {
+			n += int(hb - s.heartBeats)
+			s.heartBeats = hb
+		}
+		if n > 0 && s.charge(now, n, 0) {
+			return true
+		}
 		if f == nil {
 			return false
 		}
@@ -279,6 +298,9 @@ func (s *session) drain() {
 	// What the writer is to send (an ERROR, the close) must not wait for
 	// this client to stop sending.
 	s.flushBatch()
+	// What is read now is discarded: it costs no budget, and the reader
+	// must not pause while the close waits for it.
+	s.conn.SetFrameHook(nil)
 	_ = s.conn.SetReadDeadline(time.Now().Add(s.srv.cfg.WriteTimeout + wsconn.CloseTimeout))
 	for {
 		if _, _, err := s.conn.ReadMessage(); err != nil {

@@ -122,6 +122,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if err != nil {
 		return nil, err
 	}
+	inFrames, inBytes := st.inboundBudget()
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -143,6 +144,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		MaxTransactionBytes:  st.maxTxBytes,
 		ControlLimit:         st.controlLimit,
 		ControlWindow:        st.controlWindow,
+		InboundFrames:        inFrames,
+		InboundBytes:         inBytes,
+		InboundWindow:        st.inboundWindow,
 		WriteTimeout:         st.writeTimeout,
 		OriginPatterns:       splitList(st.allowedOrigins),
 		Chain:                chain,
@@ -217,9 +221,12 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		return nil, err
 	}
 	principal, err := interceptor.NewPrincipalStage(interceptor.PrincipalConfig{
-		Verifier: verifier,
-		Required: st.authRequired,
-		Bans:     bans,
+		Verifier:         verifier,
+		Required:         st.authRequired,
+		Bans:             bans,
+		RememberedTokens: st.rememberedTokens,
+		TokenChecks:      st.tokenChecks,
+		TokenCheckWindow: st.tokenCheckWindow,
 	})
 	if err != nil {
 		return nil, err

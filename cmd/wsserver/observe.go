@@ -20,6 +20,7 @@ var (
 	_ interceptor.Observer = observer{}
 	_ handshake.Observer   = observer{}
 	_ relay.Observer       = observer{}
+	_ server.InputObserver = observer{}
 )
 
 func (o observer) SessionOpened()                 { o.m.SessionOpened() }
@@ -31,6 +32,9 @@ func (o observer) ReaderPaused()                  { o.m.ReaderPaused() }
 func (o observer) HeartBeatCapped()               { o.m.HeartBeatCapped() }
 func (o observer) FrameReceived(cmd string)       { o.m.FrameReceived(cmd) }
 func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
+
+// InputPaused counts a reader paused by its session's inbound budget.
+func (o observer) InputPaused(budget string, d time.Duration) { o.m.InputPaused(budget, d) }
 
 func (o observer) SessionClosed(reason *server.CloseReason) { o.m.SessionClosed(reason) }
 

@@ -95,6 +95,7 @@ type settings struct {
 	limiterSettings // the handshake limiter's queue and shedding (limiter.go)
 
 	outboundSettings // across all sessions (outbound.go)
+	inboundSettings  // the per-session inbound budget (inbound.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -164,6 +165,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.adminFlags(fs)
 	s.backendFlags(fs)
 	s.limiterFlags(fs)
+	s.inboundFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")

@@ -151,6 +151,8 @@ type Conn struct {
 	// beforeWait runs on the reader before it may wait: for input, when
 	// the socket has nothing more to read, or to write a pong.
 	beforeWait func()
+	// onFrame runs on the reader for every frame header read; nil: none.
+	onFrame func(payload int)
 
 	// wmu serialises frames on the socket.
 	wmu          sync.Mutex
@@ -189,6 +191,17 @@ func (c *Conn) SetReadLimit(n int) { c.limit = n }
 // reader may be running f too (closing waits for reads on the descriptor
 // to end). It may write, and should not wait.
 func (c *Conn) SetBeforeWait(f func()) { c.beforeWait = f }
+
+// SetFrameHook sets f to run on the goroutine calling ReadMessage for
+// every frame the peer sends, once its header is read and before its
+// payload is: data frames, continuation fragments (empty ones too) and
+// control frames alike, with the payload length the header gives.
+// ReadMessage returns only whole messages, so this is how a caller
+// accounts for frames that never complete one. f may wait: while it does
+// nothing more is read, and TCP pushes back on the peer. It must not
+// read from c. Call it on the goroutine calling ReadMessage, or before
+// the first ReadMessage; nil removes the hook.
+func (c *Conn) SetFrameHook(f func(payload int)) { c.onFrame = f }
 
 // ReadTime returns when the last read system call that brought bytes in
 // ended: for the message ReadMessage last returned, when its last bytes

@@ -77,6 +77,9 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 		case !h.masked:
 			return 0, nil, c.fail(protocolError("client frame not masked"), h.n)
 		}
+		if c.onFrame != nil {
+			c.onFrame(h.n)
+		}
 
 		switch h.op {
 		case opContinuation:
