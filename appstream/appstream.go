@@ -66,7 +66,7 @@ type Config struct {
 	MaxAddressBytes int64
 	// AddressKey turns a sender's address into the key its address bound
 	// is kept under; cmd/wsserver keys IPv6 senders by prefix, as every
-	// other per-address limit (handshake.ClientKey). Nil: the address
+	// other per-address limit (clientip.Key). Nil: the address
 	// itself.
 	AddressKey func(netip.Addr) string
 	// MaxTotalBytes is the most bytes all messages may hold while

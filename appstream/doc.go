@@ -55,6 +55,6 @@
 // MINID).
 //
 // The Redis holding the stream should not evict keys (maxmemory-policy
-// noeviction, see handshake.CheckNoEviction): the bounds keep the stream small, and
+// noeviction, see internal/redisclient.CheckNoEviction): the bounds keep the stream small, and
 // an evicted stream loses messages clients were told the backend has.
 package appstream

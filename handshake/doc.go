@@ -17,10 +17,10 @@
 //
 // # Keys
 //
-// A client is its key (ClientKey): an IPv4 address as itself, an IPv6
+// A client is its key (clientip.Key): an IPv4 address as itself, an IPv6
 // address by its first MiddlewareConfig.IPv6Prefix bits (/64 by default,
 // since one host holds a whole /64 and can use any address in it). The
-// Middleware passes the key on in the request's context (ClientKeyFrom),
+// Middleware passes the key on in the request's context (clientip.KeyFrom),
 // so the session cap behind it and the bans the sessions earn count the
 // same client; the rendered nginx configuration keys its limits alike.
 //

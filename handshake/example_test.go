@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/handshake"
 )
 
@@ -18,7 +19,7 @@ func ExampleMiddleware() {
 		return
 	}
 	upgrade := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip, _ := handshake.ClientIPFrom(r.Context())
+		ip, _ := clientip.AddrFrom(r.Context())
 		fmt.Fprintf(w, "upgrade for %s", ip) // websocket.Accept would go here
 	})
 	h, err := handshake.Middleware(handshake.MiddlewareConfig{
@@ -80,15 +81,4 @@ func ExampleMemoryStore_AllowAt() {
 	// t0+0ms allowed=false excess=5000 retry=334ms
 	// t0+333ms allowed=false excess=5000 retry=1ms
 	// t0+334ms allowed=true excess=4998 retry=0s
-}
-
-// Parsing the -trusted-proxies setting.
-func ExampleParseTrustedProxies() {
-	p, err := handshake.ParseTrustedProxies("10.0.0.0/8, 192.0.2.10")
-	fmt.Println(p, err)
-	_, err = handshake.ParseTrustedProxies("10.0.0.0/40")
-	fmt.Println(err)
-	// Output:
-	// [10.0.0.0/8 192.0.2.10/32] <nil>
-	// handshake: trusted proxy "10.0.0.0/40": netip.ParsePrefix("10.0.0.0/40"): prefix length out of range
 }

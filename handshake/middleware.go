@@ -6,11 +6,9 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
-)
 
-// unknownClientKey is the key for requests whose peer is not an IP address
-// (a Unix socket without a trusted proxy in front): they share one bucket.
-const unknownClientKey = "unknown"
+	"github.com/stompgate/stompgate/clientip"
+)
 
 // MiddlewareConfig configures Middleware. Limiter and Limit are required.
 type MiddlewareConfig struct {
@@ -20,11 +18,11 @@ type MiddlewareConfig struct {
 	// Burst: 5}. Its Name names the policy in the RateLimit headers.
 	Limit Limit
 	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
-	// headers are believed (see ClientIP). Nil trusts none.
+	// headers are believed (see clientip.FromRequest). Nil trusts none.
 	TrustedProxies []netip.Prefix
 	// IPv6Prefix is the prefix length, in bits, by which IPv6 clients are
-	// keyed (see ClientKey): every address of one prefix shares one
-	// bucket and one ban. Zero means DefaultIPv6Prefix (/64); 128 keys
+	// keyed (see clientip.Key): every address of one prefix shares one
+	// bucket and one ban. Zero means clientip.DefaultIPv6Prefix (/64); 128 keys
 	// each address by itself; outside 0..128 is an error. IPv4 clients
 	// are keyed by address whatever it says.
 	IPv6Prefix int
@@ -40,7 +38,7 @@ type MiddlewareConfig struct {
 }
 
 // Middleware returns a handler that rate-limits requests per client (an
-// IPv4 address or an IPv6 prefix, see ClientKey) before calling next, which is meant to be the WebSocket upgrade.
+// IPv4 address or an IPv6 prefix, see clientip.Key) before calling next, which is meant to be the WebSocket upgrade.
 //
 // A request over the limit gets 429 Too Many Requests with a short text
 // body, before any WebSocket work, and the headers
@@ -56,8 +54,8 @@ type MiddlewareConfig struct {
 // RateLimit-Limit/-Remaining/-Reset fields are not sent). A leaky bucket
 // has no window: q is the burst that passes from rest and w the seconds
 // the bucket takes to drain it, rounded up. An allowed request reaches
-// next with the client address and its key in its context (ClientIPFrom,
-// ClientKeyFrom).
+// next with the client address and its key in its context (clientip.AddrFrom,
+// clientip.KeyFrom).
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Limiter == nil {
 		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
@@ -68,9 +66,11 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if err := cfg.Limit.Validate(); err != nil {
 		return nil, err
 	}
-	prefix, err := ipv6PrefixOrDefault("MiddlewareConfig.IPv6Prefix", cfg.IPv6Prefix)
-	if err != nil {
-		return nil, err
+	prefix := cfg.IPv6Prefix
+	if prefix == 0 {
+		prefix = clientip.DefaultIPv6Prefix
+	} else if !clientip.ValidIPv6Prefix(prefix) {
+		return nil, configErrorf("MiddlewareConfig.IPv6Prefix %d is not between 1 and 128", prefix)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -109,8 +109,8 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ip := ClientIP(r, m.trusted)
-	key := ClientKey(ip, m.prefix)
+	ip := clientip.FromRequest(r, m.trusted)
+	key := clientip.Key(ip, m.prefix)
 	res, err := m.limiter.Allow(r.Context(), key, m.limit)
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -122,14 +122,14 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !res.Allowed {
 		m.refusals.refused(key)
-		if m.onPrefix != nil && IsPrefixKey(key) {
+		if m.onPrefix != nil && clientip.IsPrefixKey(key) {
 			m.onPrefix()
 		}
 		m.refuse(w, res)
 		return
 	}
 	if ip.IsValid() {
-		r = r.WithContext(withClientKey(withClientIP(r.Context(), ip), key))
+		r = r.WithContext(clientip.WithKey(clientip.WithAddr(r.Context(), ip), key))
 	}
 	m.next.ServeHTTP(w, r)
 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/clientip"
 )
 
 // newTestMiddleware returns the middleware on a memory-only Limiter with a
@@ -24,9 +26,9 @@ func newTestMiddleware(t *testing.T, clock *fakeClock, trusted []netip.Prefix) (
 	}
 	var seen []netip.Addr
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ip, ok := ClientIPFrom(r.Context())
+		ip, ok := clientip.AddrFrom(r.Context())
 		if !ok {
-			t.Error("ClientIPFrom = false in the next handler, want the client address")
+			t.Error("clientip.AddrFrom = false in the next handler, want the client address")
 		}
 		seen = append(seen, ip)
 		w.WriteHeader(http.StatusSwitchingProtocols)
@@ -112,7 +114,7 @@ func TestMiddlewareForwardedFor(t *testing.T) {
 			}
 		}
 		if got := (*seen)[6]; got != netip.MustParseAddr("198.51.100.6") {
-			t.Errorf("ClientIPFrom = %s, want 198.51.100.6", got)
+			t.Errorf("clientip.AddrFrom = %s, want 198.51.100.6", got)
 		}
 		// One client behind the proxy is still limited.
 		var last int

@@ -31,10 +31,10 @@ var limitScript = redis.NewScript(limitLua)
 // RedisConfig configures a RedisStore. Client is required.
 type RedisConfig struct {
 	// Client is the connection to Redis: a single node, Sentinel or
-	// Cluster client (NewUniversalClient builds one from a URL). Its
+	// Cluster client (internal/redisclient builds one from a URL). Its
 	// options must have ContextTimeoutEnabled set, or a hung server would
 	// hold each decision for the client's ReadTimeout instead of Timeout;
-	// NewUniversalClient sets it. NewRedisStore adds a hook to it that
+	// redisclient.New sets it. NewRedisStore adds a hook to it that
 	// watches dials (on a Cluster client, whose nodes dial, it sees none:
 	// there a refused connection counts as a timeout).
 	Client redis.UniversalClient

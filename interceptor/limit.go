@@ -44,7 +44,7 @@ type LimitConfig struct {
 	// BanKey returns the key under which the session's client IP is
 	// banned: the key the handshake limiter checks it under, so an IPv6
 	// client is banned with its whole prefix
-	// (handshake.ClientKey). Nil means the address itself.
+	// (clientip.Key). Nil means the address itself.
 	BanKey func(netip.Addr) string
 	// Logger receives one line per escalation. Nil means slog.Default().
 	Logger *slog.Logger

@@ -6,7 +6,7 @@ import (
 )
 
 // DefaultIPv6Prefix is the default Config.IPv6Prefix: the wsserver's
-// default (handshake.DefaultIPv6Prefix), so that nginx and the server
+// default (clientip.DefaultIPv6Prefix), so that nginx and the server
 // count an IPv6 client under the same /64.
 const DefaultIPv6Prefix = 64
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testnginx"
 	"github.com/stompgate/stompgate/policy"
@@ -78,14 +78,14 @@ func keyTestAddrs() []netip.Addr {
 }
 
 // agree checks that nginx's keys (got, by address) split addrs into the
-// same groups as handshake.ClientKey at bits: two addresses share an
+// same groups as clientip.Key at bits: two addresses share an
 // nginx key exactly when they share the wsserver's key.
 func agree(t *testing.T, bits int, addrs []netip.Addr, got map[netip.Addr]string) {
 	t.Helper()
 	byGo := map[string]string{}    // wsserver key -> nginx key
 	byNginx := map[string]string{} // nginx key -> wsserver key
 	for _, a := range addrs {
-		goKey, nk := handshake.ClientKey(a, bits), got[a]
+		goKey, nk := clientip.Key(a, bits), got[a]
 		if nk == "" {
 			t.Errorf("/%d: no nginx key for %s", bits, a)
 			continue

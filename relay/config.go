@@ -57,7 +57,7 @@ type Config struct {
 	// Client is the connection to Redis: a single node or Sentinel client
 	// (plain Pub/Sub, PUBLISH and SUBSCRIBE) or a *redis.ClusterClient
 	// (sharded Pub/Sub, SPUBLISH and SSUBSCRIBE, Redis 7 or later).
-	// handshake.NewUniversalClient builds one from a URL. The relay does
+	// internal/redisclient builds one from a URL. The relay does
 	// not close it.
 	Client redis.UniversalClient
 	// Prefix starts every channel name. Default DefaultPrefix. It must not

@@ -249,7 +249,7 @@ type Config struct {
 	// proxies, the address they forwarded); it becomes the session's
 	// interceptor.Session.RemoteIP, which limits and bans key on. A false
 	// answer, or a nil ClientIP, means the peer address of the request's
-	// RemoteAddr. cmd/wsserver sets it to read handshake.ClientIPFrom.
+	// RemoteAddr. cmd/wsserver sets it to read clientip.AddrFrom.
 	ClientIP func(r *http.Request) (netip.Addr, bool)
 
 	// AppPrefix starts the app destinations: a SEND there goes to

@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/internal/redisclient"
 )
 
 func TestMain(m *testing.M) {
@@ -18,9 +18,9 @@ func TestMain(m *testing.M) {
 // set) and closes the client when the test ends.
 func newTestClient(tb testing.TB, url string) redis.UniversalClient {
 	tb.Helper()
-	c, err := handshake.NewUniversalClient(url)
+	c, err := redisclient.New(url)
 	if err != nil {
-		tb.Fatalf("NewUniversalClient(%q): %v", url, err)
+		tb.Fatalf("redisclient.New(%q): %v", url, err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
 	return c

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/server"
 )
@@ -39,13 +39,13 @@ type MiddlewareConfig struct {
 	RetryAfter time.Duration
 	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
 	// are believed when no handshake middleware in front has already put
-	// the client address in the request's context (handshake.ClientIPFrom).
+	// the client address in the request's context (clientip.AddrFrom).
 	TrustedProxies []netip.Prefix
 	// IPv6Prefix is the prefix length, in bits, by which IPv6 clients are
 	// keyed when no handshake middleware in front has put the client key
-	// in the request's context (handshake.ClientKeyFrom): every address
+	// in the request's context (clientip.KeyFrom): every address
 	// of one prefix shares one cap. Zero means
-	// handshake.DefaultIPv6Prefix (/64); 128 caps each address by itself;
+	// clientip.DefaultIPv6Prefix (/64); 128 caps each address by itself;
 	// outside 0..128 is an error. Set it as the handshake middleware's.
 	IPv6Prefix int
 	// PrefixRefused, if not nil, is called for each refusal of a client
@@ -57,7 +57,7 @@ type MiddlewareConfig struct {
 }
 
 // Middleware returns a handler that caps the sessions each client (an
-// IPv4 address or an IPv6 prefix, see handshake.ClientKey) holds open, then calls next, which must be a *server.Server or pass the
+// IPv4 address or an IPv6 prefix, see clientip.Key) holds open, then calls next, which must be a *server.Server or pass the
 // request's context on to one: the slot is given back through
 // server.OnSessionEnd when the session ends, or before next returns when
 // the request never became a session.
@@ -65,8 +65,8 @@ type MiddlewareConfig struct {
 // A request over the cap gets 429 Too Many Requests with a short text
 // body and Retry-After: <seconds>, before any WebSocket work, as nginx's
 // limit_conn answers it. The client key is the one the handshake
-// limiter in front used (handshake.ClientKeyFrom), else the key of
-// handshake.ClientIP with TrustedProxies and IPv6Prefix.
+// limiter in front used (clientip.KeyFrom), else the key of
+// clientip.FromRequest with TrustedProxies and IPv6Prefix.
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Limiter == nil {
 		return nil, configErrorf("MiddlewareConfig.Limiter is nil")
@@ -87,10 +87,10 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 		cfg.RetryAfter = DefaultRetryAfter
 	}
 	if cfg.IPv6Prefix == 0 {
-		cfg.IPv6Prefix = handshake.DefaultIPv6Prefix
+		cfg.IPv6Prefix = clientip.DefaultIPv6Prefix
 	}
-	if err := handshake.CheckIPv6Prefix("MiddlewareConfig.IPv6Prefix", cfg.IPv6Prefix); err != nil {
-		return nil, err
+	if !clientip.ValidIPv6Prefix(cfg.IPv6Prefix) {
+		return nil, configErrorf("MiddlewareConfig.IPv6Prefix %d is not between 1 and 128", cfg.IPv6Prefix)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -106,9 +106,9 @@ type middleware struct {
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	key, ok := handshake.ClientKeyFrom(r.Context())
+	key, ok := clientip.KeyFrom(r.Context())
 	if !ok {
-		key = handshake.ClientKey(handshake.ClientIP(r, m.cfg.TrustedProxies), m.cfg.IPv6Prefix)
+		key = clientip.Key(clientip.FromRequest(r, m.cfg.TrustedProxies), m.cfg.IPv6Prefix)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), DefaultAcquireTimeout)
 	lease, d, err := m.cfg.Limiter.Acquire(ctx, ScopeIP, m.cfg.Zone+":"+key, m.cfg.Max)
@@ -122,7 +122,7 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.Allowed {
-		if m.cfg.PrefixRefused != nil && d.Store != StoreNone && handshake.IsPrefixKey(key) {
+		if m.cfg.PrefixRefused != nil && d.Store != StoreNone && clientip.IsPrefixKey(key) {
 			m.cfg.PrefixRefused()
 		}
 		w.Header().Set("Retry-After", m.retryAfter)

@@ -144,8 +144,8 @@ func TestMiddlewareConfig(t *testing.T) {
 		{name: "no zone", cfg: MiddlewareConfig{Limiter: l, Max: 1}, wantErr: "sessioncap: MiddlewareConfig.Zone is empty"},
 		{name: "zero max", cfg: MiddlewareConfig{Limiter: l, Zone: "z"}, wantErr: "sessioncap: MiddlewareConfig.Max 0 is below 1"},
 		{name: "negative retry", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, RetryAfter: -time.Second}, wantErr: "sessioncap: MiddlewareConfig.RetryAfter -1s is negative"},
-		{name: "prefix too long", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: 129}, wantErr: "handshake: MiddlewareConfig.IPv6Prefix 129 is not between 1 and 128"},
-		{name: "negative prefix", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: -1}, wantErr: "handshake: MiddlewareConfig.IPv6Prefix -1 is not between 1 and 128"},
+		{name: "prefix too long", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: 129}, wantErr: "sessioncap: MiddlewareConfig.IPv6Prefix 129 is not between 1 and 128"},
+		{name: "negative prefix", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: -1}, wantErr: "sessioncap: MiddlewareConfig.IPv6Prefix -1 is not between 1 and 128"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

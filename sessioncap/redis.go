@@ -63,7 +63,7 @@ type RedisObserver interface {
 // RedisConfig configures a RedisStore. Client is required.
 type RedisConfig struct {
 	// Client is the connection to Redis: a single node, Sentinel or
-	// Cluster client (handshake.NewUniversalClient builds one from a
+	// Cluster client (internal/redisclient builds one from a
 	// URL). Its options must have ContextTimeoutEnabled set, or a hung
 	// server would hold each acquire for the client's ReadTimeout instead
 	// of Timeout.

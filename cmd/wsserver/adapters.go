@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"net/netip"
 
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 )
@@ -21,5 +21,5 @@ var _ server.Relay = (*relay.Relay)(nil)
 // processing), so a session's limits and bans key on the same address as
 // the handshake limit.
 func clientIP(r *http.Request) (netip.Addr, bool) {
-	return handshake.ClientIPFrom(r.Context())
+	return clientip.AddrFrom(r.Context())
 }

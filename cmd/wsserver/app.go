@@ -11,8 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/redisclient"
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
@@ -71,13 +73,13 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		return nil, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
 	}
 	lim := handshake.Limit{Name: zone.Name, Rate: int64(zone.Rate), Burst: zone.Burst}
-	trusted, err := handshake.ParseTrustedProxies(st.trustedProxies)
+	trusted, err := clientip.ParseTrustedProxies(st.trustedProxies)
 	if err != nil {
 		return nil, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
 	}
 	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
 	if st.redisURL != "" {
-		client, err := handshake.NewUniversalClient(st.redisURL)
+		client, err := redisclient.New(st.redisURL)
 		if err != nil {
 			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
 		}
@@ -242,7 +244,7 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		EscalateWindow: st.abuseWindow,
 		BanFor:         st.abuseBan,
 		Banner:         bans,
-		BanKey:         func(ip netip.Addr) string { return handshake.ClientKey(ip, st.ipv6Prefix) },
+		BanKey:         func(ip netip.Addr) string { return clientip.Key(ip, st.ipv6Prefix) },
 		Logger:         logger,
 	})
 	if err != nil {

@@ -16,7 +16,8 @@ import (
 
 	"github.com/stompgate/stompgate/api"
 	"github.com/stompgate/stompgate/appstream"
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/clientip"
+	"github.com/stompgate/stompgate/internal/redisclient"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -99,7 +100,7 @@ func (s *settings) validateBackend() error {
 const evictionCheckTimeout = 5 * time.Second
 
 // checkEviction refuses to start on a Redis that evicts keys when full
-// (see handshake.CheckNoEviction), unless -redis-allow-eviction. setting
+// (see redisclient.CheckNoEviction), unless -redis-allow-eviction. setting
 // names the URL the client was made from. A Redis that cannot be reached
 // is logged and does not stop start-up: the server serves without Redis
 // too (-limiter-fail).
@@ -109,8 +110,8 @@ func checkEviction(c redis.UniversalClient, setting string, st *settings, logger
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), evictionCheckTimeout)
 	defer cancel()
-	err := handshake.CheckNoEviction(ctx, c)
-	if errors.Is(err, handshake.ErrEvictionUnchecked) {
+	err := redisclient.CheckNoEviction(ctx, c)
+	if errors.Is(err, redisclient.ErrEvictionUnchecked) {
 		logger.Warn("Redis' maxmemory-policy not checked: Redis unreachable", "setting", "-"+setting, "err", err)
 		return nil
 	}
@@ -127,7 +128,7 @@ func checkEviction(c redis.UniversalClient, setting string, st *settings, logger
 func (a *app) newAppHandler(st *settings, logger *slog.Logger) (server.AppHandler, error) {
 	client := a.redis
 	if st.appRedisURL != "" {
-		c, err := handshake.NewUniversalClient(st.appRedisURL)
+		c, err := redisclient.New(st.appRedisURL)
 		if err != nil {
 			return nil, fmt.Errorf("-app-redis-url (%s): %w", envName("app-redis-url"), err)
 		}
@@ -147,7 +148,7 @@ func (a *app) newAppHandler(st *settings, logger *slog.Logger) (server.AppHandle
 		MaxLen:            st.appStreamMaxLen,
 		MaxPrincipalBytes: st.appStreamPrincipalBytes,
 		MaxAddressBytes:   st.appStreamAddressBytes,
-		AddressKey:        func(ip netip.Addr) string { return handshake.ClientKey(ip, st.ipv6Prefix) },
+		AddressKey:        func(ip netip.Addr) string { return clientip.Key(ip, st.ipv6Prefix) },
 		MaxTotalBytes:     st.appStreamTotalBytes,
 		Instance:          host,
 	})

@@ -157,8 +157,8 @@ func TestStartupRefusesEvictingRedis(t *testing.T) {
 		want string // in newApp's error; empty: it starts
 	}{
 		{"noeviction", []string{"-redis-url", keep.URL()}, ""},
-		{"allkeys-lru", []string{"-redis-url", lru.URL()}, "-redis-url (WSSERVER_REDIS_URL): handshake: Redis " + lru.Addr + " has maxmemory-policy allkeys-lru"},
-		{"app redis allkeys-lru", []string{"-redis-url", keep.URL(), "-app-redis-url", lru.URL()}, "-app-redis-url (WSSERVER_APP_REDIS_URL): handshake: Redis " + lru.Addr + " has maxmemory-policy allkeys-lru"},
+		{"allkeys-lru", []string{"-redis-url", lru.URL()}, "-redis-url (WSSERVER_REDIS_URL): redisclient: Redis " + lru.Addr + " has maxmemory-policy allkeys-lru"},
+		{"app redis allkeys-lru", []string{"-redis-url", keep.URL(), "-app-redis-url", lru.URL()}, "-app-redis-url (WSSERVER_APP_REDIS_URL): redisclient: Redis " + lru.Addr + " has maxmemory-policy allkeys-lru"},
 		{"opt-out", []string{"-redis-url", lru.URL(), "-app-redis-url", lru.URL(), "-redis-allow-eviction"}, ""},
 		{"app redis alone", []string{"-app-redis-url", keep.URL()}, ""},
 	} {

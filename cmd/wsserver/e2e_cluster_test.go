@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/internal/redisclient"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -33,9 +33,9 @@ func shardNumSub(rdb redis.UniversalClient, channel string) (map[string]int64, e
 // builds its own.
 func clusterClient(t *testing.T, c *testredis.Cluster) redis.UniversalClient {
 	t.Helper()
-	rdb, err := handshake.NewUniversalClient(c.URL())
+	rdb, err := redisclient.New(c.URL())
 	if err != nil {
-		t.Fatalf("NewUniversalClient(%s): %v", c.URL(), err)
+		t.Fatalf("redisclient.New(%s): %v", c.URL(), err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb

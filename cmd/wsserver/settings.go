@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/server"
@@ -151,7 +152,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")
 	fs.StringVar(&s.policyFile, "policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
 	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")
-	fs.IntVar(&s.ipv6Prefix, "ipv6-prefix", handshake.DefaultIPv6Prefix, "prefix length (1-128) by which IPv6 clients are keyed in the handshake rate, the bans by address and the session caps: one host holds a whole /64 and may use any address in it (128: each address alone; IPv4 is always keyed by address)")
+	fs.IntVar(&s.ipv6Prefix, "ipv6-prefix", clientip.DefaultIPv6Prefix, "prefix length (1-128) by which IPv6 clients are keyed in the handshake rate, the bans by address and the session caps: one host holds a whole /64 and may use any address in it (128: each address alone; IPv4 is always keyed by address)")
 	fs.StringVar(&s.limiterFail, "limiter-fail", "open", "when Redis is unreachable: open (decide in process memory: each instance enforces the handshake rate and the session caps on its own traffic, and a ban made during the outage is known only to the instance that made it) or closed (refuse handshakes)")
 	fs.IntVar(&s.maxSessionsPerPrincipal, "max-sessions-per-principal", sessioncap.DefaultMaxPerPrincipal, "most sessions one authenticated principal may hold open at once, on all instances together; more are refused at CONNECT with ERROR (0: no cap; the tabs and devices of one person)")
 	fs.BoolVar(&s.sessionCapDisplace, "session-cap-displace", true, "at -max-sessions-per-principal, a principal's newest session ends its oldest instead of being refused, so whoever holds a leaked token open cannot lock its owner out (false: the newest is refused)")

@@ -63,7 +63,7 @@ type Cluster struct {
 }
 
 // URL returns the cluster's seed nodes as a redis+cluster:// URL, the form
-// handshake.NewUniversalClient reads.
+// redisclient.New reads.
 func (c *Cluster) URL() string {
 	return "redis+cluster://" + strings.Join(c.Addrs, ",")
 }

@@ -1,4 +1,4 @@
-package handshake
+package redisclient
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestNewUniversalClient(t *testing.T) {
+func TestNew(t *testing.T) {
 	type want struct {
 		kind     string // single, failover, cluster
 		addrs    []string
@@ -47,9 +47,9 @@ func TestNewUniversalClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			c, err := NewUniversalClient(tt.url)
+			c, err := New(tt.url)
 			if err != nil {
-				t.Fatalf("NewUniversalClient(%q) error = %v", tt.url, err)
+				t.Fatalf("New(%q) error = %v", tt.url, err)
 			}
 			defer c.Close()
 			var got want
@@ -86,42 +86,42 @@ func TestNewUniversalClient(t *testing.T) {
 				got = want{kind: "failover", addrs: opt.SentinelAddrs, master: opt.MasterName, db: opt.DB, password: opt.Password, tls: opt.TLSConfig != nil}
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("NewUniversalClient(%q) = %+v, want %+v", tt.url, got, tt.want)
+				t.Errorf("New(%q) = %+v, want %+v", tt.url, got, tt.want)
 			}
 		})
 	}
 }
 
-func TestNewUniversalClientErrors(t *testing.T) {
+func TestNewErrors(t *testing.T) {
 	tests := []struct {
 		url     string
 		wantErr string
 	}{
-		{url: "", wantErr: "handshake: Redis URL is empty"},
-		{url: "localhost:6379", wantErr: "handshake: Redis URL localhost:6379: missing scheme"},
-		{url: "http://user:hunter2@h/0", wantErr: "handshake: Redis URL http://xxxxx@h/0: unknown scheme http"},
-		{url: "redis://:hunter2@h:notaport/0", wantErr: "handshake: Redis URL redis://xxxxx@h:notaport/0: invalid port"},
-		{url: "redis+sentinel://:hunter2@s1:26379", wantErr: "handshake: Redis URL redis+sentinel://xxxxx@s1:26379: path must be /master or /master/db"},
-		{url: "redis+sentinel://s1/m/x", wantErr: `handshake: Redis URL redis+sentinel://s1/m/x: redis: invalid database number: "x"`},
-		{url: "redis+cluster://n1:7000/3", wantErr: "handshake: Redis URL redis+cluster://n1:7000/3: cluster URLs take no path"},
-		{url: "redis+cluster://", wantErr: "handshake: Redis URL redis+cluster://: no host"},
-		{url: "redis://h/0?bogus=1", wantErr: "handshake: Redis URL redis://h/0?bogus=1: redis: unexpected option: bogus"},
+		{url: "", wantErr: "redisclient: Redis URL is empty"},
+		{url: "localhost:6379", wantErr: "redisclient: Redis URL localhost:6379: missing scheme"},
+		{url: "http://user:hunter2@h/0", wantErr: "redisclient: Redis URL http://xxxxx@h/0: unknown scheme http"},
+		{url: "redis://:hunter2@h:notaport/0", wantErr: "redisclient: Redis URL redis://xxxxx@h:notaport/0: invalid port"},
+		{url: "redis+sentinel://:hunter2@s1:26379", wantErr: "redisclient: Redis URL redis+sentinel://xxxxx@s1:26379: path must be /master or /master/db"},
+		{url: "redis+sentinel://s1/m/x", wantErr: `redisclient: Redis URL redis+sentinel://s1/m/x: redis: invalid database number: "x"`},
+		{url: "redis+cluster://n1:7000/3", wantErr: "redisclient: Redis URL redis+cluster://n1:7000/3: cluster URLs take no path"},
+		{url: "redis+cluster://", wantErr: "redisclient: Redis URL redis+cluster://: no host"},
+		{url: "redis://h/0?bogus=1", wantErr: "redisclient: Redis URL redis://h/0?bogus=1: redis: unexpected option: bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
-			c, err := NewUniversalClient(tt.url)
+			c, err := New(tt.url)
 			if err == nil {
 				c.Close()
-				t.Fatalf("NewUniversalClient(%q) error = nil, want %q", tt.url, tt.wantErr)
+				t.Fatalf("New(%q) error = nil, want %q", tt.url, tt.wantErr)
 			}
 			if !strings.HasPrefix(err.Error(), tt.wantErr) {
-				t.Errorf("NewUniversalClient(%q) error = %q, want prefix %q", tt.url, err, tt.wantErr)
+				t.Errorf("New(%q) error = %q, want prefix %q", tt.url, err, tt.wantErr)
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("error %q repeats the password", err)
 			}
-			if !errors.Is(err, ErrInvalidConfig) {
-				t.Errorf("errors.Is(%v, ErrInvalidConfig) = false, want true", err)
+			if !errors.Is(err, ErrInvalidURL) {
+				t.Errorf("errors.Is(%v, ErrInvalidURL) = false, want true", err)
 			}
 		})
 	}

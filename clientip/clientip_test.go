@@ -1,4 +1,4 @@
-package handshake
+package clientip
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func TestClientIP(t *testing.T) {
+func TestFromRequest(t *testing.T) {
 	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
 	tests := []struct {
 		name    string
@@ -46,8 +46,8 @@ func TestClientIP(t *testing.T) {
 			for _, v := range tt.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := ClientIP(r, tt.trusted).String(); got != tt.want {
-				t.Errorf("ClientIP(remote %s, X-Real-IP %q, X-Forwarded-For %q) = %s, want %s", tt.remote, tt.realIP, tt.xff, got, tt.want)
+			if got := FromRequest(r, tt.trusted).String(); got != tt.want {
+				t.Errorf("FromRequest(remote %s, X-Real-IP %q, X-Forwarded-For %q) = %s, want %s", tt.remote, tt.realIP, tt.xff, got, tt.want)
 			}
 		})
 	}
@@ -63,8 +63,8 @@ func TestParseTrustedProxies(t *testing.T) {
 		{in: "10.0.0.0/8", want: []string{"10.0.0.0/8"}},
 		{in: " 10.1.2.3/8 , 192.0.2.1,::1 ", want: []string{"10.0.0.0/8", "192.0.2.1/32", "::1/128"}},
 		{in: "::ffff:192.0.2.1", want: []string{"192.0.2.1/32"}},
-		{in: "10.0.0.0/33", wantErr: `handshake: trusted proxy "10.0.0.0/33": netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`},
-		{in: "proxy.local", wantErr: `handshake: trusted proxy "proxy.local": ParseAddr("proxy.local"): unexpected character (at "proxy.local")`},
+		{in: "10.0.0.0/33", wantErr: `clientip: trusted proxy "10.0.0.0/33": netip.ParsePrefix("10.0.0.0/33"): prefix length out of range`},
+		{in: "proxy.local", wantErr: `clientip: trusted proxy "proxy.local": ParseAddr("proxy.local"): unexpected character (at "proxy.local")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -1,13 +1,27 @@
-package handshake
+// Package clientip tells which client sent a request and under which key
+// the per-client limits count it.
+//
+// FromRequest reads the client address: the peer, or what a trusted
+// reverse proxy (nginx) says in X-Real-IP or X-Forwarded-For, never what
+// an untrusted peer claims. Key turns an address into the key of the
+// per-client limits (the handshake rate, the bans by address, the session
+// caps): an IPv4 address as itself, an IPv6 address by its first
+// DefaultIPv6Prefix bits, since one host holds a whole /64. The first
+// limit in front (handshake.Middleware) puts both into the request's
+// context (WithAddr, WithKey), so the limits behind it (sessioncap, the
+// bans) count the same client under the same key (AddrFrom, KeyFrom).
+//
+// It imports the standard library only, so that the adapters which key
+// by client share it without importing each other.
+package clientip
 
 import (
-	"context"
 	"net/http"
 	"net/netip"
 	"strings"
 )
 
-// ClientIP returns the address of the client that sent r.
+// FromRequest returns the address of the client that sent r.
 //
 // It is the peer address (r.RemoteAddr) unless the peer is in trusted, a
 // reverse proxy such as nginx: then it is the X-Real-IP header if that
@@ -17,7 +31,7 @@ import (
 // client cannot choose its own rate-limit key. IPv4-mapped IPv6 addresses
 // are unmapped and zones dropped. The result is the zero Addr when
 // RemoteAddr is not an IP address (for example a Unix socket).
-func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+func FromRequest(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	peer := parseAddr(r.RemoteAddr)
 	if !peer.IsValid() || !contains(trusted, peer) {
 		return peer
@@ -61,34 +75,6 @@ func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	return peer
 }
 
-// ParseTrustedProxies parses the -trusted-proxies setting: comma-separated
-// CIDR prefixes or bare IP addresses (a bare address is a /32 or /128).
-// Spaces around entries are ignored; an empty string trusts no proxy.
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		if strings.Contains(f, "/") {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				return nil, configErrorf("trusted proxy %q: %v", f, err)
-			}
-			out = append(out, p.Masked())
-			continue
-		}
-		a, err := netip.ParseAddr(f)
-		if err != nil {
-			return nil, configErrorf("trusted proxy %q: %v", f, err)
-		}
-		a = a.Unmap().WithZone("")
-		out = append(out, netip.PrefixFrom(a, a.BitLen()))
-	}
-	return out, nil
-}
-
 // parseAddr parses "ip", "ip:port" or "[ip]:port", returning the zero Addr
 // when s is none of those.
 func parseAddr(s string) netip.Addr {
@@ -111,19 +97,4 @@ func contains(prefixes []netip.Prefix, a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// clientIPKey is the context key for the client address.
-type clientIPKey struct{}
-
-// withClientIP returns a copy of ctx carrying a.
-func withClientIP(ctx context.Context, a netip.Addr) context.Context {
-	return context.WithValue(ctx, clientIPKey{}, a)
-}
-
-// ClientIPFrom returns the client address that Middleware put into the
-// request's context, and whether there was one.
-func ClientIPFrom(ctx context.Context) (netip.Addr, bool) {
-	a, ok := ctx.Value(clientIPKey{}).(netip.Addr)
-	return a, ok && a.IsValid()
 }

@@ -1,4 +1,8 @@
-package handshake
+// Package redisclient builds the Redis clients that the server's
+// adapters share (the handshake limiter, the session caps, the relay, the
+// app stream) from one URL form, with socket timeouts fit for a limiter,
+// and checks at start-up that a Redis will not evict their keys.
+package redisclient
 
 import (
 	"errors"
@@ -10,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Socket timeouts of NewUniversalClient, each applied when the URL leaves
+// Socket timeouts of New, each applied when the URL leaves
 // it unset (dial_timeout=, read_timeout=, write_timeout=).
 const (
 	// DefaultDialTimeout bounds opening a connection. A node on the
@@ -39,7 +43,8 @@ func socketTimeouts(dial, read, write *time.Duration) {
 	}
 }
 
-// NewUniversalClient builds a Redis client from the -redis-url setting. The
+// New builds a Redis client from a URL (the -redis-url and
+// -app-redis-url settings). The
 // accepted forms are:
 //
 //	redis://[[user]:password@]host[:port][/db][?option=value...]
@@ -59,7 +64,7 @@ func socketTimeouts(dial, read, write *time.Duration) {
 // (dial_timeout=1s, pool_size=20, ...); unknown ones are errors.
 //
 // The client always has ContextTimeoutEnabled set, so a per-call context
-// deadline (RedisConfig.Timeout) also bounds a server that accepts the
+// deadline (handshake.RedisConfig.Timeout) also bounds a server that accepts the
 // connection but never answers. Socket timeouts the URL leaves unset (or
 // zero) are DefaultDialTimeout, DefaultReadTimeout and
 // DefaultWriteTimeout, below go-redis' own: they bound the calls that
@@ -68,9 +73,9 @@ func socketTimeouts(dial, read, write *time.Duration) {
 // replica promoted in its place. The caller closes the client.
 //
 // Errors name the setting and never repeat the password.
-func NewUniversalClient(rawURL string) (redis.UniversalClient, error) {
+func New(rawURL string) (redis.UniversalClient, error) {
 	if rawURL == "" {
-		return nil, configErrorf("Redis URL is empty")
+		return nil, urlErrorf("Redis URL is empty")
 	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	if !ok {
@@ -216,7 +221,7 @@ func urlError(rawURL string, err error) error {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return configErrorf("Redis URL %s: %v", redactURL(rawURL), err)
+	return urlErrorf("Redis URL %s: %v", redactURL(rawURL), err)
 }
 
 // redactURL replaces the userinfo of a URL, if any, with "xxxxx".

@@ -1,7 +1,6 @@
-package handshake
+package clientip
 
 import (
-	"context"
 	"net/netip"
 	"strings"
 )
@@ -16,7 +15,11 @@ import (
 // put its neighbours in one bucket too, so /64 is the default.
 const DefaultIPv6Prefix = 64
 
-// ClientKey returns the key under which per-client limits (the handshake
+// unknownKey is the key of a client whose peer is not an IP address (a
+// Unix socket without a trusted proxy in front): all such share one key.
+const unknownKey = "unknown"
+
+// Key returns the key under which per-client limits (the handshake
 // rate, the bans by address, the session caps) count the client at a:
 //
 //   - an IPv4 address is its own key ("192.0.2.1");
@@ -28,10 +31,10 @@ const DefaultIPv6Prefix = 64
 //
 // Zones are dropped: fe80::1%eth0 and fe80::1%eth1 are one client. An
 // ipv6Prefix outside 1..128 keys an IPv6 address as itself; settings are
-// checked with CheckIPv6Prefix before they get here.
-func ClientKey(a netip.Addr, ipv6Prefix int) string {
+// checked with ValidIPv6Prefix before they get here.
+func Key(a netip.Addr, ipv6Prefix int) string {
 	if !a.IsValid() {
-		return unknownClientKey
+		return unknownKey
 	}
 	a = a.Unmap().WithZone("")
 	if a.Is4() || ipv6Prefix < 1 || ipv6Prefix >= 128 {
@@ -44,43 +47,14 @@ func ClientKey(a netip.Addr, ipv6Prefix int) string {
 	return p.String()
 }
 
-// CheckIPv6Prefix reports whether bits is a usable IPv6 prefix length,
-// 1 to 128; the error names the setting as field.
-func CheckIPv6Prefix(field string, bits int) error {
-	if bits < 1 || bits > 128 {
-		return configErrorf("%s %d is not between 1 and 128", field, bits)
-	}
-	return nil
-}
+// ValidIPv6Prefix reports whether bits is a usable IPv6 prefix length,
+// 1 to 128. Each package checks its own setting with it and names the
+// setting in its own error.
+func ValidIPv6Prefix(bits int) bool { return bits >= 1 && bits <= 128 }
 
-// ipv6PrefixOrDefault returns bits, or DefaultIPv6Prefix when bits is 0,
-// and an error naming field when it is outside 0..128.
-func ipv6PrefixOrDefault(field string, bits int) (int, error) {
-	if bits == 0 {
-		return DefaultIPv6Prefix, nil
-	}
-	return bits, CheckIPv6Prefix(field, bits)
-}
-
-// IsPrefixKey reports whether key is a ClientKey of an IPv6 address
+// IsPrefixKey reports whether key is a Key of an IPv6 address
 // shortened to a prefix ("2001:db8::/64"), rather than an address or
 // "unknown": a refusal of such a key may hold back addresses that never
 // sent a request themselves. Metrics use it to count what prefix keying
 // refuses.
 func IsPrefixKey(key string) bool { return strings.IndexByte(key, '/') >= 0 }
-
-// clientKeyKey is the context key for the client key.
-type clientKeyKey struct{}
-
-// withClientKey returns a copy of ctx carrying key.
-func withClientKey(ctx context.Context, key string) context.Context {
-	return context.WithValue(ctx, clientKeyKey{}, key)
-}
-
-// ClientKeyFrom returns the client key (see ClientKey) that Middleware
-// put into the request's context, and whether there was one, so that the
-// limits behind it count the client under the same key.
-func ClientKeyFrom(ctx context.Context) (string, bool) {
-	k, ok := ctx.Value(clientKeyKey{}).(string)
-	return k, ok && k != ""
-}

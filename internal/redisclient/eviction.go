@@ -1,4 +1,4 @@
-package handshake
+package redisclient
 
 import (
 	"context"
@@ -26,12 +26,12 @@ type EvictionError struct {
 }
 
 func (e *EvictionError) Error() string {
-	return fmt.Sprintf("handshake: Redis %s has maxmemory-policy %s: when full it evicts keys (bans, leases, limiter buckets); want noeviction", e.Addr, e.Policy)
+	return fmt.Sprintf("redisclient: Redis %s has maxmemory-policy %s: when full it evicts keys (bans, leases, limiter buckets); want noeviction", e.Addr, e.Policy)
 }
 
 // ErrEvictionUnchecked wraps the error of a policy check that could not
 // reach Redis.
-var ErrEvictionUnchecked = errors.New("handshake: could not check Redis' maxmemory-policy")
+var ErrEvictionUnchecked = errors.New("redisclient: could not check Redis' maxmemory-policy")
 
 // CheckNoEviction asks every master c reaches (each node of a cluster, the
 // current master behind Sentinel) for its maxmemory-policy and returns an
@@ -55,7 +55,7 @@ func checkNode(ctx context.Context, c redis.Cmdable, addr string) error {
 	res, err := c.ConfigGet(ctx, "maxmemory-policy").Result()
 	if err != nil {
 		if _, ok := errors.AsType[redis.Error](err); ok {
-			return fmt.Errorf("handshake: Redis %s refused CONFIG GET maxmemory-policy: %w", addr, err)
+			return fmt.Errorf("redisclient: Redis %s refused CONFIG GET maxmemory-policy: %w", addr, err)
 		}
 		return fmt.Errorf("%w at %s: %w", ErrEvictionUnchecked, addr, err)
 	}
