@@ -26,17 +26,10 @@ const DefaultMaxBody = stompframe.DefaultMaxFrameSize
 // headers).
 const DefaultMaxHeaders = stompframe.DefaultMaxHeaders
 
-// Endpoints, as reported to Observer.APIRequest.
-const (
-	EndpointPublish    = "publish"
-	EndpointDisconnect = "disconnect"
-	EndpointSessions   = "sessions"
-)
-
 // Observer counts API requests. metrics.Metrics implements it.
 type Observer interface {
-	// APIRequest reports one answered request: its endpoint (one of the
-	// Endpoint values) and HTTP status.
+	// APIRequest reports one answered request: its endpoint (one of
+	// server.APIPublish, APIDisconnect, APISessions) and HTTP status.
 	APIRequest(endpoint string, status int)
 }
 
@@ -113,9 +106,9 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{cfg: cfg, key: sha256.Sum256([]byte(cfg.Key)), mux: http.NewServeMux()}
-	h.route("POST /api/v1/publish", EndpointPublish, h.publish)
-	h.route("POST /api/v1/disconnect", EndpointDisconnect, h.disconnect)
-	h.route("GET /api/v1/sessions", EndpointSessions, h.sessions)
+	h.route("POST /api/v1/publish", server.APIPublish, h.publish)
+	h.route("POST /api/v1/disconnect", server.APIDisconnect, h.disconnect)
+	h.route("GET /api/v1/sessions", server.APISessions, h.sessions)
 	return h.mux, nil
 }
 

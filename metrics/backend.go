@@ -7,13 +7,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stompgate/stompgate/api"
 	"github.com/stompgate/stompgate/server"
 )
 
-// The endpoint label of stompgate_api_requests_total: "other", then api's
-// endpoints.
-var apiEndpointLabels = []string{labelOther, api.EndpointPublish, api.EndpointDisconnect, api.EndpointSessions}
+// The endpoint label of stompgate_api_requests_total: "other", then the
+// server API's endpoints.
+var apiEndpointLabels = []string{labelOther, server.APIPublish, server.APIDisconnect, server.APISessions}
 
 // The statuses the API answers with, each its own code label value of
 // stompgate_api_requests_total; any other status is counted as "other".

@@ -4,18 +4,17 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/stompgate/stompgate/api"
 	"github.com/stompgate/stompgate/server"
 )
 
 func TestBackendCounters(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
-	m.APIRequest(api.EndpointPublish, http.StatusAccepted)
-	m.APIRequest(api.EndpointPublish, http.StatusAccepted)
-	m.APIRequest(api.EndpointSessions, http.StatusUnauthorized)
+	m.APIRequest(server.APIPublish, http.StatusAccepted)
+	m.APIRequest(server.APIPublish, http.StatusAccepted)
+	m.APIRequest(server.APISessions, http.StatusUnauthorized)
 	m.APIRequest("nope", http.StatusTeapot)
-	m.APIRequest(api.EndpointDisconnect, http.StatusTeapot)
+	m.APIRequest(server.APIDisconnect, http.StatusTeapot)
 	m.APIRequest("nope", http.StatusOK)
 	m.AppHandled("nope")
 	m.AppHandled(server.AppOK)
@@ -52,7 +51,7 @@ func TestBackendCounters(t *testing.T) {
 		}
 	}
 	var nilM *Metrics
-	nilM.APIRequest(api.EndpointPublish, 200)
+	nilM.APIRequest(server.APIPublish, 200)
 	nilM.AppHandled(server.AppOK)
 	nilM.AppRefused(server.AppBoundTotal)
 	nilM.UserDelivered()
