@@ -14,10 +14,6 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// ErrServerClosed is returned by Shutdown when called again after it
-// completed.
-var ErrServerClosed = errors.New("server: closed")
-
 // Server accepts WebSocket connections and serves STOMP sessions on them.
 // It is an http.Handler for the WebSocket path; put the handshake limiter
 // in front of it.

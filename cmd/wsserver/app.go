@@ -211,7 +211,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// per-principal session cap (caps), session limiter, metrics. bans is the handshake limiter: the LimitStage
+// per-principal session cap (caps), session limiter. Metrics are no
+// stage: obs, the chain's observer, counts each frame once after the
+// last stage. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or

@@ -84,7 +84,7 @@ type settings struct {
 	// flags is the set parse read, kept for logConfig.
 	flags *flag.FlagSet
 
-	// Idle and dead peers (httpserver.go, server.Config.Ping*).
+	// Idle and dead peers (peers.go, server.Config.Ping*).
 	httpReadHeaderTimeout time.Duration
 	httpReadTimeout       time.Duration
 	httpIdleTimeout       time.Duration
