@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/stompgate/stompgate/server"
@@ -82,19 +80,19 @@ type handler struct {
 // under /api/v1/.
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Server == nil {
-		return nil, errors.New("api: Server is nil")
+		return nil, configErrorf("Server is nil")
 	}
 	if cfg.Key == "" {
-		return nil, errors.New("api: Key is empty")
+		return nil, configErrorf("Key is empty")
 	}
 	if cfg.MaxBody < 0 {
-		return nil, errors.New("api: MaxBody " + strconv.Itoa(cfg.MaxBody) + " is negative")
+		return nil, configErrorf("MaxBody %d is negative", cfg.MaxBody)
 	}
 	if cfg.MaxBody == 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
 	if cfg.MaxHeaders < 0 {
-		return nil, errors.New("api: MaxHeaders " + strconv.Itoa(cfg.MaxHeaders) + " is negative")
+		return nil, configErrorf("MaxHeaders %d is negative", cfg.MaxHeaders)
 	}
 	if cfg.MaxHeaders == 0 {
 		cfg.MaxHeaders = DefaultMaxHeaders

@@ -123,8 +123,8 @@ func TestNewValidates(t *testing.T) {
 		{Config{Server: srv, Key: "k", MaxBody: -1}, "api: MaxBody -1 is negative"},
 		{Config{Server: srv, Key: "k", MaxHeaders: -1}, "api: MaxHeaders -1 is negative"},
 	} {
-		if _, err := New(tc.cfg); err == nil || err.Error() != tc.want {
-			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		if _, err := New(tc.cfg); err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want %q matching ErrInvalidConfig", tc.cfg, err, tc.want)
 		}
 	}
 }

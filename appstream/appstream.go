@@ -3,8 +3,6 @@ package appstream
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/netip"
 
 	"github.com/redis/go-redis/v9"
@@ -91,7 +89,7 @@ var _ server.AppHandler = (*Handler)(nil)
 // New validates cfg and returns a Handler.
 func New(cfg Config) (*Handler, error) {
 	if cfg.Client == nil {
-		return nil, errors.New("appstream: Client is nil")
+		return nil, configErrorf("Client is nil")
 	}
 	for _, b := range []struct {
 		name string
@@ -104,7 +102,7 @@ func New(cfg Config) (*Handler, error) {
 		{"MaxTotalBytes", &cfg.MaxTotalBytes, DefaultMaxTotalBytes},
 	} {
 		if *b.v < 0 {
-			return nil, fmt.Errorf("appstream: %s %d is negative", b.name, *b.v)
+			return nil, configErrorf("%s %d is negative", b.name, *b.v)
 		}
 		if *b.v == 0 {
 			*b.v = b.def

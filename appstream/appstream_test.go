@@ -42,8 +42,8 @@ func TestNewValidates(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.cfg)
-			if err == nil || err.Error() != tc.want {
-				t.Fatalf("New: %v, want %q", err, tc.want)
+			if err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("New: %v, want %q matching ErrInvalidConfig", err, tc.want)
 			}
 		})
 	}

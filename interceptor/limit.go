@@ -2,7 +2,6 @@ package interceptor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -86,24 +85,24 @@ func NewLimitStage(cfg LimitConfig) (*LimitStage, error) {
 	}
 	st := &LimitStage{cfg: cfg, factory: f}
 	if len(cfg.Commands) > len(st.limited) {
-		return nil, fmt.Errorf("interceptor: Commands lists %d commands, at most %d", len(cfg.Commands), len(st.limited))
+		return nil, configErrorf("Commands lists %d commands, at most %d", len(cfg.Commands), len(st.limited))
 	}
 	for _, c := range cfg.Commands {
 		if !stompframe.IsClientCommand(c) {
-			return nil, fmt.Errorf("interceptor: Commands: %q is not a STOMP client command", c)
+			return nil, configErrorf("Commands: %q is not a STOMP client command", c)
 		}
 		st.limited[st.nlim] = c
 		st.nlim++
 	}
 	switch {
 	case cfg.EscalateAfter < 0:
-		return nil, fmt.Errorf("interceptor: EscalateAfter %d is negative", cfg.EscalateAfter)
+		return nil, configErrorf("EscalateAfter %d is negative", cfg.EscalateAfter)
 	case cfg.EscalateWindow < 0:
-		return nil, fmt.Errorf("interceptor: EscalateWindow %v is negative", cfg.EscalateWindow)
+		return nil, configErrorf("EscalateWindow %v is negative", cfg.EscalateWindow)
 	case cfg.BanFor < 0:
-		return nil, fmt.Errorf("interceptor: BanFor %v is negative", cfg.BanFor)
+		return nil, configErrorf("BanFor %v is negative", cfg.BanFor)
 	case cfg.BanFor > 0 && cfg.Banner == nil:
-		return nil, errors.New("interceptor: BanFor is set but Banner is nil")
+		return nil, configErrorf("BanFor is set but Banner is nil")
 	}
 	if cfg.EscalateWindow == 0 {
 		st.cfg.EscalateWindow = 10 * time.Second

@@ -2,7 +2,6 @@ package interceptor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"strings"
@@ -137,7 +136,7 @@ var _ Stage = (*PrincipalStage)(nil)
 // NewPrincipalStage validates cfg and returns the stage.
 func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
 	if cfg.Required && cfg.Verifier == nil {
-		return nil, errors.New("interceptor: Required authentication needs a Verifier")
+		return nil, configErrorf("Required authentication needs a Verifier")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

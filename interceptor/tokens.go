@@ -98,14 +98,14 @@ func (cfg *PrincipalConfig) withTokenDefaults() error {
 		{"TokenChecks", &cfg.TokenChecks, DefaultTokenChecks},
 	} {
 		if *n.v < 0 {
-			return fmt.Errorf("interceptor: PrincipalConfig.%s %d is negative", n.name, *n.v)
+			return configErrorf("PrincipalConfig.%s %d is negative", n.name, *n.v)
 		}
 		if *n.v == 0 {
 			*n.v = n.def
 		}
 	}
 	if cfg.TokenCheckWindow < 0 {
-		return fmt.Errorf("interceptor: PrincipalConfig.TokenCheckWindow %v is negative", cfg.TokenCheckWindow)
+		return configErrorf("PrincipalConfig.TokenCheckWindow %v is negative", cfg.TokenCheckWindow)
 	}
 	if cfg.TokenCheckWindow == 0 {
 		cfg.TokenCheckWindow = DefaultTokenCheckWindow

@@ -1,6 +1,7 @@
 package interceptor
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -122,8 +123,8 @@ func TestTokenConfigErrors(t *testing.T) {
 		{PrincipalConfig{TokenChecks: -1}, "interceptor: PrincipalConfig.TokenChecks -1 is negative"},
 		{PrincipalConfig{TokenCheckWindow: -time.Second}, "interceptor: PrincipalConfig.TokenCheckWindow -1s is negative"},
 	} {
-		if _, err := NewPrincipalStage(tc.cfg); err == nil || err.Error() != tc.want {
-			t.Errorf("NewPrincipalStage = %v, want %q", err, tc.want)
+		if _, err := NewPrincipalStage(tc.cfg); err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("NewPrincipalStage = %v, want %q matching ErrInvalidConfig", err, tc.want)
 		}
 	}
 }

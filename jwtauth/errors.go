@@ -1,6 +1,10 @@
 package jwtauth
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/stompgate/stompgate/internal/configerr"
+)
 
 // ErrUnknownKey is returned by a KeySource that holds no key for a
 // token's algorithm and key id. The token is refused; with a JWKS, the
@@ -17,3 +21,13 @@ var ErrNoKeys = errors.New("jwtauth: no public key or certificate in the PEM dat
 // a signature check on every key (8 RSA keys cost 5 times one check);
 // give each token the kid of the key that signed it.
 var ErrAmbiguousKey = errors.New("jwtauth: several keys could verify the token and its kid picks none of them")
+
+// ErrInvalidConfig is wrapped by every error New and NewJWKS return for
+// a bad setting; the message names the setting and its value.
+var ErrInvalidConfig = errors.New("jwtauth: invalid configuration")
+
+// configErrorf reports a bad setting; format starts with its name and
+// value.
+func configErrorf(format string, args ...any) error {
+	return configerr.Errorf(ErrInvalidConfig, "jwtauth: ", format, args...)
+}

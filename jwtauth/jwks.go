@@ -171,13 +171,13 @@ type jwksKey struct {
 func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 	u, err := url.Parse(cfg.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, errors.New("jwtauth: JWKSConfig.URL must be an absolute http or https URL")
+		return nil, configErrorf("JWKSConfig.URL must be an absolute http or https URL")
 	}
 	switch {
 	case cfg.Refresh == 0:
 		cfg.Refresh = DefaultJWKSRefresh
 	case cfg.Refresh < MinJWKSRefresh:
-		return nil, fmt.Errorf("jwtauth: JWKSConfig.Refresh %v is below the minimum %v", cfg.Refresh, MinJWKSRefresh)
+		return nil, configErrorf("JWKSConfig.Refresh %v is below the minimum %v", cfg.Refresh, MinJWKSRefresh)
 	}
 	for _, d := range []struct {
 		name string
@@ -188,7 +188,7 @@ func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 		{"RefetchInterval", &cfg.RefetchInterval, DefaultJWKSRefetchInterval},
 	} {
 		if *d.v < 0 {
-			return nil, fmt.Errorf("jwtauth: JWKSConfig.%s %v is negative", d.name, *d.v)
+			return nil, configErrorf("JWKSConfig.%s %v is negative", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -196,13 +196,13 @@ func NewJWKS(cfg JWKSConfig) (*JWKS, error) {
 	}
 	switch {
 	case cfg.MaxKeys < 0:
-		return nil, fmt.Errorf("jwtauth: JWKSConfig.MaxKeys %d is negative", cfg.MaxKeys)
+		return nil, configErrorf("JWKSConfig.MaxKeys %d is negative", cfg.MaxKeys)
 	case cfg.MaxKeys == 0:
 		cfg.MaxKeys = DefaultJWKSMaxKeys
 	}
 	switch {
 	case cfg.MaxBytes < 0:
-		return nil, fmt.Errorf("jwtauth: JWKSConfig.MaxBytes %d is negative", cfg.MaxBytes)
+		return nil, configErrorf("JWKSConfig.MaxBytes %d is negative", cfg.MaxBytes)
 	case cfg.MaxBytes == 0:
 		cfg.MaxBytes = DefaultJWKSMaxBytes
 	}

@@ -466,8 +466,8 @@ func TestNewJWKSErrors(t *testing.T) {
 			t.Errorf("%s: NewJWKS = nil error, want one containing %q", tt.name, tt.want)
 			continue
 		}
-		if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "jwtauth: ") {
-			t.Errorf("%s: error %q, want it to contain %q", tt.name, err, tt.want)
+		if !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "jwtauth: ") || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: error %q, want it to contain %q and match ErrInvalidConfig", tt.name, err, tt.want)
 		}
 	}
 }

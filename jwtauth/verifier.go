@@ -67,13 +67,13 @@ const MinSecretLen = 32
 // New validates cfg and returns the verifier.
 func New(cfg Config) (*Verifier, error) {
 	if len(cfg.Secret) == 0 && cfg.Keys == nil {
-		return nil, errors.New("jwtauth: Config needs a Secret or Keys")
+		return nil, configErrorf("Config needs a Secret or Keys")
 	}
 	if n := len(cfg.Secret); n > 0 && n < MinSecretLen {
-		return nil, fmt.Errorf("jwtauth: Secret is %d bytes; HS256 needs at least %d (RFC 7518 section 3.2), or a guessed secret signs tokens for anyone", n, MinSecretLen)
+		return nil, configErrorf("Secret is %d bytes; HS256 needs at least %d (RFC 7518 section 3.2), or a guessed secret signs tokens for anyone", n, MinSecretLen)
 	}
 	if cfg.Leeway < 0 {
-		return nil, fmt.Errorf("jwtauth: Leeway %v is negative", cfg.Leeway)
+		return nil, configErrorf("Leeway %v is negative", cfg.Leeway)
 	}
 	var algs []string
 	if len(cfg.Secret) > 0 {

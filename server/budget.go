@@ -2,7 +2,6 @@ package server
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"sync/atomic"
 )
@@ -46,13 +45,13 @@ func (c *Config) outboundDefaults() error {
 	case c.OutboundTotalBytes == 0:
 		c.OutboundTotalBytes = DefaultOutboundTotalBytes
 	case c.OutboundTotalBytes > 0 && c.OutboundTotalBytes < c.OutboundBytes:
-		return fmt.Errorf("server: OutboundTotalBytes %d is below OutboundBytes %d: one session could hold more than all of them together", c.OutboundTotalBytes, c.OutboundBytes)
+		return configErrorf("OutboundTotalBytes %d is below OutboundBytes %d: one session could hold more than all of them together", c.OutboundTotalBytes, c.OutboundBytes)
 	}
 	switch {
 	case c.SocketSendBuffer == 0:
 		c.SocketSendBuffer = DefaultSocketSendBuffer
 	case c.SocketSendBuffer > 0 && c.SocketSendBuffer < minSocketSendBuffer:
-		return fmt.Errorf("server: SocketSendBuffer %d is below %d bytes (negative leaves the kernel's sizing)", c.SocketSendBuffer, minSocketSendBuffer)
+		return configErrorf("SocketSendBuffer %d is below %d bytes (negative leaves the kernel's sizing)", c.SocketSendBuffer, minSocketSendBuffer)
 	}
 	return nil
 }

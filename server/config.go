@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -327,7 +326,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"InboundWindow", &c.InboundWindow, DefaultInboundWindow},
 	} {
 		if *d.v < 0 {
-			return c, fmt.Errorf("server: %s %v is negative", d.name, *d.v)
+			return c, configErrorf("%s %v is negative", d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -338,12 +337,12 @@ func (c Config) withDefaults() (Config, error) {
 		v    time.Duration
 	}{{"HeartBeatSend", c.HeartBeatSend}, {"HeartBeatReceive", c.HeartBeatReceive}} {
 		if d.v < 0 {
-			return c, fmt.Errorf("server: %s %v is negative (zero means no heart-beat)", d.name, d.v)
+			return c, configErrorf("%s %v is negative (zero means no heart-beat)", d.name, d.v)
 		}
 	}
 	for _, p := range c.OriginPatterns {
 		if _, err := path.Match(p, ""); err != nil {
-			return c, fmt.Errorf("server: OriginPatterns %q is not a valid pattern: %v", p, err)
+			return c, configErrorf("OriginPatterns %q is not a valid pattern: %v", p, err)
 		}
 	}
 	switch {
@@ -368,7 +367,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"InboundBytes", &c.InboundBytes, DefaultInboundBytes},
 	} {
 		if *n.v < 0 {
-			return c, fmt.Errorf("server: %s %d is negative", n.name, *n.v)
+			return c, configErrorf("%s %d is negative", n.name, *n.v)
 		}
 		if *n.v == 0 {
 			*n.v = n.def

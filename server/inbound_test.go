@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -253,8 +254,8 @@ func TestInboundConfigErrors(t *testing.T) {
 		{Config{InboundBytes: -1}, "server: InboundBytes -1 is negative"},
 		{Config{InboundWindow: -time.Second}, "server: InboundWindow -1s is negative"},
 	} {
-		if _, err := New(tc.cfg); err == nil || err.Error() != tc.want {
-			t.Errorf("New(%+v) = %v, want %q", tc.cfg, err, tc.want)
+		if _, err := New(tc.cfg); err == nil || err.Error() != tc.want || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v, want %q matching ErrInvalidConfig", tc.cfg, err, tc.want)
 		}
 	}
 }

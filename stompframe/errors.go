@@ -3,6 +3,8 @@ package stompframe
 import (
 	"errors"
 	"strings"
+
+	"github.com/stompgate/stompgate/internal/configerr"
 )
 
 // Sentinel errors wrapped by *ProtocolError. Test for them with errors.Is.
@@ -79,4 +81,14 @@ func protocolError(sentinel error, detail string) *ProtocolError {
 		Detail:  detail,
 		Err:     sentinel,
 	}
+}
+
+// ErrInvalidConfig is wrapped by every error Limits.Validate returns; the
+// message names the limit and its value.
+var ErrInvalidConfig = errors.New("stompframe: invalid configuration")
+
+// configErrorf reports a bad setting; format starts with its name and
+// value.
+func configErrorf(format string, args ...any) error {
+	return configerr.Errorf(ErrInvalidConfig, "stompframe: ", format, args...)
 }

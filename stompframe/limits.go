@@ -1,7 +1,5 @@
 package stompframe
 
-import "fmt"
-
 // Default limits. STOMP 1.2 (Size Limits) lets a server bound frames as
 // long as it tells the client with an ERROR frame; these bounds are far
 // above what chat and game clients send and small enough that one
@@ -68,10 +66,10 @@ func (l Limits) Validate() error {
 		{"MaxHeaderLine", l.MaxHeaderLine},
 	} {
 		if f.v < 0 {
-			return fmt.Errorf("stompframe: %s %d is negative", f.name, f.v)
+			return configErrorf("%s %d is negative", f.name, f.v)
 		}
 		if f.v > MaxLimit {
-			return fmt.Errorf("stompframe: %s %d exceeds %d", f.name, f.v, MaxLimit)
+			return configErrorf("%s %d exceeds %d", f.name, f.v, MaxLimit)
 		}
 	}
 	return nil

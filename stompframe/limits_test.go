@@ -1,6 +1,9 @@
 package stompframe
 
-import "testing"
+import (
+	"errors"
+	"testing"
+)
 
 func TestLimitsWithDefaults(t *testing.T) {
 	t.Parallel()
@@ -38,6 +41,9 @@ func TestLimitsValidate(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("Validate() = %q, want %q", got, tt.want)
+			}
+			if err != nil && !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("errors.Is(Validate(), ErrInvalidConfig) = false")
 			}
 		})
 	}
