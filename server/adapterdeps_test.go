@@ -1,13 +1,9 @@
 package server
 
 import (
-	"bytes"
-	"context"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // adapterPackages plug Redis, JWTs, Prometheus and the HTTP API into the
@@ -63,32 +59,7 @@ func siblingPaths(graph map[string][]string, adapters []string) []string {
 // naming the imports that lead there.
 func TestAdaptersImportNoSibling(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list the dependencies: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"}, adapterPackages...)
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	graph := map[string][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 0 && strings.HasPrefix(f[0], module) {
-			graph[f[0]] = f[1:]
-		}
-	}
-	for _, p := range adapterPackages {
-		if _, ok := graph[p]; !ok {
-			t.Fatalf("go list -deps does not list %s itself:\n%s", p, out)
-		}
-	}
+	graph := listDeps(t, adapterPackages)
 	if paths := siblingPaths(graph, adapterPackages); len(paths) > 0 {
 		t.Errorf("adapters depend on other adapters; move what they share into a package of its own:\n\t%s",
 			strings.Join(paths, "\n\t"))

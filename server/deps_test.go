@@ -39,39 +39,14 @@ func allowedDependency(path string) bool {
 // server. It names the import that brings each one in.
 func TestCoreDependencies(t *testing.T) {
 	t.Parallel()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to list the dependencies: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	// One line per package: its path, whether it is in the standard
-	// library, then what it imports.
-	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}{{range .Imports}} {{.}}{{end}}"}, corePackages...)
-	cmd := exec.CommandContext(ctx, goTool, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
-	}
-	imports := map[string][]string{} // non-standard package -> its imports
+	imports := listDeps(t, corePackages) // non-standard package -> its imports
 	var outside []string
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 || f[1] == "true" {
-			continue
-		}
-		imports[f[0]] = f[2:]
-		if !allowedDependency(f[0]) {
-			outside = append(outside, f[0])
+	for p := range imports {
+		if !allowedDependency(p) {
+			outside = append(outside, p)
 		}
 	}
-	for _, p := range corePackages {
-		if _, ok := imports[p]; !ok {
-			t.Fatalf("go list -deps does not list %s itself:\n%s", p, out)
-		}
-	}
+	slices.Sort(outside)
 	if len(outside) == 0 {
 		return
 	}
@@ -91,6 +66,43 @@ func TestCoreDependencies(t *testing.T) {
 	slices.Sort(edges)
 	t.Errorf("the core packages depend on %d packages outside the standard library, coder/websocket and this module:\n\t%s\nthrough:\n\t%s",
 		len(outside), strings.Join(outside, "\n\t"), strings.Join(edges, "\n\t"))
+}
+
+// listDeps runs go list -deps on pkgs (tests excluded) and returns each
+// package outside the standard library that they build on, pkgs
+// included, with what it imports.
+func listDeps(t *testing.T, pkgs []string) map[string][]string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the dependencies: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// One line per package: its path, whether it is in the standard
+	// library, then what it imports.
+	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}{{range .Imports}} {{.}}{{end}}"}, pkgs...)
+	cmd := exec.CommandContext(ctx, goTool, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, stderr.Bytes())
+	}
+	imports := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || f[1] == "true" {
+			continue
+		}
+		imports[f[0]] = f[2:]
+	}
+	for _, p := range pkgs {
+		if _, ok := imports[p]; !ok {
+			t.Fatalf("go list -deps does not list %s itself:\n%s", p, out)
+		}
+	}
+	return imports
 }
 
 func TestAllowedDependency(t *testing.T) {
