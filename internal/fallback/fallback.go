@@ -60,8 +60,9 @@ type Config struct {
 	// ConfirmTimeout bounds the PING that confirms a Health that only
 	// TimedOut before fallback mode starts: one such PING at a time, on
 	// a goroutine of the Switch; only a PING that fails or times out
-	// starts fallback mode, one that answers voids the timeouts. Zero or
-	// less means DefaultConfirmTimeout.
+	// while no other round trip is answered starts fallback mode, one
+	// that answers voids the timeouts. Zero or less means
+	// DefaultConfirmTimeout.
 	ConfirmTimeout time.Duration
 	// Ping asks Redis whether it answers, within ctx's deadline.
 	Ping func(ctx context.Context) error
@@ -190,11 +191,14 @@ func (s *Switch) confirm(cause error) {
 }
 
 // runConfirm PINGs Redis within ConfirmTimeout: an answer voids the
-// timeouts, a failure starts fallback mode. A PING whose timeout was
-// noticed more than a ConfirmTimeout late, like such a round trip (see
-// Health.RoundTrip), is this server's CPU and proves nothing: the next
-// call that times out confirms again. One cut short by Close proves
-// nothing either.
+// timeouts, a failure starts fallback mode. A PING that timed out while
+// another round trip of the store was answered is no failure either: a
+// hung Redis answers nobody, and a server so busy that it reads the
+// PING's answer late (thousands of connections on two cores do that)
+// still reads the others'. One whose timeout was noticed more than a
+// ConfirmTimeout late, like such a round trip (see Health.RoundTrip), is
+// this server's CPU and proves nothing: the next call that times out
+// confirms again. One cut short by Close proves nothing either.
 func (s *Switch) runConfirm(cause error) {
 	defer s.goroutines.Done()
 	defer func() {
@@ -202,6 +206,8 @@ func (s *Switch) runConfirm(cause error) {
 		s.confirming = false
 		s.mu.Unlock()
 	}()
+	h := s.cfg.Health
+	answers := h.answers.Load()
 	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConfirmTimeout)
 	sent := time.Now()
 	err := s.cfg.Ping(ctx)
@@ -210,7 +216,9 @@ func (s *Switch) runConfirm(cause error) {
 	switch {
 	case s.ctx.Err() != nil:
 	case err == nil:
-		s.cfg.Health.answered()
+		h.answered()
+		s.cfg.Confirmed(true)
+	case IsTimeout(err) && h.answers.Load() != answers:
 		s.cfg.Confirmed(true)
 	case IsTimeout(err) && took > 2*s.cfg.ConfirmTimeout:
 	default:

@@ -47,6 +47,9 @@ type Health struct {
 	// broken is set by a round trip that failed otherwise, or a failed
 	// dial; cleared by one that succeeded.
 	broken atomic.Bool
+	// answers counts the round trips that succeeded, so that a
+	// confirmation can tell whether Redis answered anyone meanwhile.
+	answers atomic.Uint64
 }
 
 // NewHealth returns a Health for round trips bounded by timeout, which
@@ -87,6 +90,7 @@ func (h *Health) RoundTrip(parent context.Context, took time.Duration, err error
 func (h *Health) answered() {
 	h.timeouts.Store(0)
 	h.broken.Store(false)
+	h.answers.Add(1)
 }
 
 // Broken reports whether Redis refused, reset or failed a round trip or

@@ -146,13 +146,37 @@ func TestSwitchConfirmsTimeouts(t *testing.T) {
 		t.Fatalf("after an answered PING: active %v, TimedOut %v; want neither", s.Active(), h.TimedOut())
 	}
 
-	// Again, and this time the PING fails: fallback mode.
+	// Again; the PING times out, but another round trip was answered
+	// meanwhile: Redis is alive, the PING's answer was read late.
 	for range 2 {
 		_, _ = s.Try(context.Background(), t0, timedOut)
 	}
 	poll.Until(t, 5*time.Second, func() error {
 		if p.count() != 2 {
 			return fmt.Errorf("%d PINGs, want 2", p.count())
+		}
+		return nil
+	})
+	h.RoundTrip(nil, time.Millisecond, nil)
+	p.answer <- timeout
+	poll.Until(t, 5*time.Second, func() error {
+		if conf.String() != "[true true]" {
+			return fmt.Errorf("confirmations %v, want [true true]", conf)
+		}
+		return nil
+	})
+	if s.Active() {
+		t.Fatal("in fallback after a PING timed out while Redis answered another round trip")
+	}
+
+	// Again, and this time the PING fails with nothing answered: fallback
+	// mode.
+	for range 2 {
+		_, _ = s.Try(context.Background(), t0, timedOut)
+	}
+	poll.Until(t, 5*time.Second, func() error {
+		if p.count() != 3 {
+			return fmt.Errorf("%d PINGs, want 3", p.count())
 		}
 		return nil
 	})
@@ -163,8 +187,8 @@ func TestSwitchConfirmsTimeouts(t *testing.T) {
 		}
 		return nil
 	})
-	if conf.String() != "[true false]" {
-		t.Errorf("confirmations %v, want [true false]", conf)
+	if conf.String() != "[true true false]" {
+		t.Errorf("confirmations %v, want [true true false]", conf)
 	}
 	s.Succeeded()
 
@@ -174,8 +198,8 @@ func TestSwitchConfirmsTimeouts(t *testing.T) {
 		h.RoundTrip(nil, time.Millisecond, refused)
 		return refused
 	})
-	if got != Fallback || !s.Active() || p.count() != 2 {
-		t.Errorf("refused: Try = %v, active %v, %d PINGs; want Fallback, active, 2", got, s.Active(), p.count())
+	if got != Fallback || !s.Active() || p.count() != 3 {
+		t.Errorf("refused: Try = %v, active %v, %d PINGs; want Fallback, active, 3", got, s.Active(), p.count())
 	}
 	if ev.entered != 2 {
 		t.Errorf("fallback mode entered %d times, want 2", ev.entered)
