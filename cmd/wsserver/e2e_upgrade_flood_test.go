@@ -212,7 +212,7 @@ func TestLimiterSettingErrors(t *testing.T) {
 		{[]string{"-redis-queue-wait", "0s"}, nil, "-redis-queue-wait"},
 		{[]string{"-redis-timeouts-to-fail", "0"}, nil, "-redis-timeouts-to-fail"},
 		{[]string{"-redis-confirm-timeout", "10ms"}, nil, "-redis-confirm-timeout"},
-		{nil, map[string]string{"WSSERVER_REDIS_CONFIRM_TIMEOUT": "0s"}, "WSSERVER_REDIS_CONFIRM_TIMEOUT"},
+		{nil, map[string]string{"WSSERVER_REDIS_CONFIRM_TIMEOUT": "-1s"}, "WSSERVER_REDIS_CONFIRM_TIMEOUT"},
 		{[]string{"-limiter-shed-keys", "-1"}, nil, "-limiter-shed-keys"},
 		{nil, map[string]string{"WSSERVER_LIMITER_IN_FLIGHT_PER_KEY": "-2"}, "WSSERVER_LIMITER_IN_FLIGHT_PER_KEY"},
 	} {
