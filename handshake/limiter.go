@@ -27,6 +27,10 @@ type Observer interface {
 	StoreError(store string, err error)
 	// Fallback reports entering (true) or leaving (false) fallback mode.
 	Fallback(active bool)
+	// Confirmation reports the outcome of a PING that confirmed
+	// RedisConfig.TimeoutsToFail timeouts in a row: answered (true,
+	// fallback mode not entered) or not (false, entered).
+	Confirmation(answered bool)
 }
 
 // Config configures a Limiter. The zero value works: decisions are made in
@@ -57,6 +61,14 @@ type Config struct {
 	// negative turns the background probe off, leaving only requests to
 	// probe.
 	ProbeInterval time.Duration
+	// ConfirmTimeout bounds the PING that must fail before timeouts alone
+	// (RedisConfig.TimeoutsToFail in a row) start fallback mode: one at
+	// a time, on a goroutine of the Limiter that Close waits for. It is
+	// longer than RedisConfig.Timeout so that a Redis that answers, late
+	// because this server's CPU is saturated, is told from one that does
+	// not. Zero means fallback.DefaultConfirmTimeout (1s); negative is an
+	// error.
+	ConfirmTimeout time.Duration
 	// Logger receives a Warn when fallback mode starts and an Info when it
 	// ends; nothing per request. Nil means slog.Default().
 	Logger *slog.Logger
@@ -90,7 +102,10 @@ type Config struct {
 // round trip that failed with a refused or reset connection or an error
 // reply, or RedisConfig.TimeoutsToFail round trips in a row that timed out
 // (RedisConfig.Timeout, 50ms by default, measured from when the command is
-// written). Then the Limiter logs once, notifies the Observer and decides
+// written) and then a PING bounded by Config.ConfirmTimeout (1s) that
+// failed or timed out too; timeouts noticed late, because this server's
+// CPU kept the reader from running, do not count (see fallback.Health).
+// Then the Limiter logs once, notifies the Observer and decides
 // in memory (or refuses, with FailClosed). While in fallback, one request
 // per RetryInterval tries Redis again; the first success leaves fallback
 // mode. A request whose own context ends is not a Redis failure: Allow
@@ -150,6 +165,9 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = DefaultRetryInterval
 	}
+	if cfg.ConfirmTimeout < 0 {
+		return nil, configErrorf("Config.ConfirmTimeout %v is negative", cfg.ConfirmTimeout)
+	}
 	if cfg.ShedKeys == 0 {
 		cfg.ShedKeys = DefaultShedKeys
 	}
@@ -186,27 +204,25 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.FailClosed {
 		mode = "refusing every handshake (fail closed)"
 	}
-	l.fallback = fallback.New(fallback.Config{
-		RetryInterval: cfg.RetryInterval,
-		ProbeInterval: cfg.ProbeInterval,
-		Now:           cfg.Now,
-		Ping: func(ctx context.Context) error {
-			if l.redis == nil {
-				return nil
-			}
-			pctx, cancel := context.WithTimeout(ctx, l.redis.timeout)
-			defer cancel()
-			sent := time.Now()
-			err := l.redis.client.Ping(pctx).Err()
-			l.redis.health.roundTrip(ctx, time.Since(sent), err)
-			return err
-		},
-		Name:       "handshake",
-		Mode:       mode,
-		Logger:     cfg.Logger,
-		Changed:    func(active bool) { l.observer.Fallback(active) },
-		StoreError: func(err error) { l.observer.StoreError(StoreRedis, err) },
-	})
+	fcfg := fallback.Config{
+		RetryInterval:  cfg.RetryInterval,
+		ProbeInterval:  cfg.ProbeInterval,
+		ConfirmTimeout: cfg.ConfirmTimeout,
+		Now:            cfg.Now,
+		Ping:           func(context.Context) error { return nil },
+		Name:           "handshake",
+		Mode:           mode,
+		Logger:         cfg.Logger,
+		Changed:        func(active bool) { l.observer.Fallback(active) },
+		StoreError:     func(err error) { l.observer.StoreError(StoreRedis, err) },
+		Confirmed:      func(answered bool) { l.observer.Confirmation(answered) },
+	}
+	if r := cfg.Redis; r != nil {
+		fcfg.Health = r.health
+		fcfg.ProbeTimeout = r.timeout
+		fcfg.Ping = func(ctx context.Context) error { return r.client.Ping(ctx).Err() }
+	}
+	l.fallback = fallback.New(fcfg)
 	return l, nil
 }
 
@@ -294,20 +310,15 @@ func (l *Limiter) decide(ctx context.Context, key string, lim Limit, start time.
 var errNotAsked = errors.New("handshake: redis not asked")
 
 // redisFailed handles err, the failure of one Redis call at now while
-// ctx is live: it reports whether Redis is judged failing, and if so
-// tells the Observer and starts (or prolongs) fallback mode. A failure
-// that does not make Redis failing yet (a timeout short of TimeoutsToFail)
-// is still a store error; one that never reached Redis (a full queue, a
-// long wait in it) is not.
+// ctx is live: it reports whether Redis is judged failing, in which case
+// fallback mode has started (or goes on); see fallback.Switch.Judge. A
+// failure that does not make Redis failing (yet) is still a store error;
+// one that never reached Redis (a full queue, a long wait in it) is not.
 func (l *Limiter) redisFailed(now time.Time, err error) bool {
 	if !errors.Is(err, ErrQueueFull) && !errors.Is(err, ErrQueueWait) {
 		l.observer.StoreError(StoreRedis, err)
 	}
-	if !l.redis.failing() {
-		return false
-	}
-	l.fallback.Failed(now, err)
-	return true
+	return l.fallback.Judge(now, err)
 }
 
 // localReason is Result.Local for a decision whose Redis call failed with
@@ -405,3 +416,4 @@ type nopObserver struct{}
 func (nopObserver) Decision(Result, time.Duration) {}
 func (nopObserver) StoreError(string, error)       {}
 func (nopObserver) Fallback(bool)                  {}
+func (nopObserver) Confirmation(bool)              {}

@@ -23,6 +23,7 @@ type recorder struct {
 	decisions []Result
 	errs      []string
 	fallback  []bool
+	confirmed []bool
 }
 
 func (r *recorder) Decision(res Result, _ time.Duration) {
@@ -41,6 +42,18 @@ func (r *recorder) Fallback(active bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fallback = append(r.fallback, active)
+}
+
+func (r *recorder) Confirmation(answered bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.confirmed = append(r.confirmed, answered)
+}
+
+func (r *recorder) confirmations() []bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bool(nil), r.confirmed...)
 }
 
 func (r *recorder) counts() (decisions, errs int, fallback []bool) {
@@ -397,7 +410,8 @@ func TestLimiterHungRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := New(Config{Redis: rs, Logger: slog.New(slog.DiscardHandler)})
+	rec := &recorder{}
+	l, err := New(Config{Redis: rs, Logger: slog.New(slog.DiscardHandler), Observer: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,8 +421,9 @@ func TestLimiterHungRedis(t *testing.T) {
 		err error
 	}
 	// One round trip that times out may be this server's CPU, not Redis:
-	// decided in memory without fallback mode, until DefaultTimeoutsToFail
-	// round trips in a row have timed out.
+	// decided in memory without fallback mode. DefaultTimeoutsToFail in a
+	// row start a PING within ConfirmTimeout, which the hung Redis does
+	// not answer either: only then does fallback mode start.
 	for i := range DefaultTimeoutsToFail {
 		done := make(chan answer, 1)
 		go func() {
@@ -419,21 +434,26 @@ func TestLimiterHungRedis(t *testing.T) {
 		}()
 		select {
 		case a := <-done:
-			if a.err != nil || a.r.Store != StoreMemory || !a.r.Allowed {
-				t.Errorf("hung Redis, request %d: %+v, %v; want allowed by memory", i, a.r, a.err)
+			if a.err != nil || a.r.Store != StoreMemory || !a.r.Allowed || a.r.Local != LocalTimeout {
+				t.Errorf("hung Redis, request %d: %+v, %v; want allowed by memory, Local %q", i, a.r, a.err, LocalTimeout)
 			}
-			last := i == DefaultTimeoutsToFail-1
-			if !last && a.r.Local != LocalTimeout {
-				t.Errorf("hung Redis, request %d: Local %q, want %q", i, a.r.Local, LocalTimeout)
-			}
-			if l.InFallback() != last {
-				t.Errorf("hung Redis, after %d timeouts: InFallback() = %v, want %v", i+1, l.InFallback(), last)
+			if i < DefaultTimeoutsToFail-1 && l.InFallback() {
+				t.Errorf("hung Redis, after %d timeouts: InFallback() = true, want false", i+1)
 			}
 		case <-time.After(30 * time.Second):
 			// Not a timing assertion: a liveness guard so a regression
 			// fails instead of hanging the test binary.
 			t.Fatal("Allow did not return with Redis hung")
 		}
+	}
+	poll.Until(t, 30*time.Second, func() error {
+		if !l.InFallback() {
+			return errors.New("not in fallback mode with Redis hung")
+		}
+		return nil
+	})
+	if got := fmt.Sprint(rec.confirmations()); got != "[false]" {
+		t.Errorf("confirmations = %s, want [false]", got)
 	}
 }
 

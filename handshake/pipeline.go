@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/internal/fallback"
 )
 
 // DefaultMaxBatch is the default RedisConfig.MaxBatch. A reconnect storm
@@ -273,7 +275,7 @@ func (p *pipeline) send(batch []*call) {
 	_, execErr := pipe.Exec(ctx)
 	p.retryNoScript(ctx, chunks, cmds)
 
-	p.store.health.roundTrip(context.Background(), time.Since(sent), roundTripErr(execErr, cmds))
+	p.store.health.RoundTrip(context.Background(), time.Since(sent), roundTripErr(execErr, cmds))
 	failed := false
 	for i, ch := range chunks {
 		err := cmds[i].Err()
@@ -311,7 +313,7 @@ func roundTripErr(execErr error, cmds []*redis.Cmd) error {
 	for _, c := range cmds {
 		switch err := c.Err(); {
 		case err == nil, redis.HasErrorPrefix(err, "NOSCRIPT"):
-		case isTimeout(err):
+		case fallback.IsTimeout(err):
 			timeout = err
 		default:
 			return err

@@ -13,10 +13,14 @@ import (
 )
 
 // DefaultTimeout is the default RedisConfig.Timeout: a round trip that
-// takes longer is an error (and, TimeoutsToFail in a row, a sign that
-// Redis is failing). A healthy Redis on the same network answers in well
+// takes longer is an error (and, TimeoutsToFail in a row, a reason to
+// ask whether Redis is failing). A healthy Redis on the same network answers in well
 // under a millisecond.
 const DefaultTimeout = 50 * time.Millisecond
+
+// DefaultTimeoutsToFail is the default RedisConfig.TimeoutsToFail: one
+// timeout may be this server's CPU (see fallback.DefaultTimeoutsToFail).
+const DefaultTimeoutsToFail = fallback.DefaultTimeoutsToFail
 
 // DefaultPrefix is the default RedisConfig.Prefix.
 const DefaultPrefix = "stompgate:"
@@ -44,10 +48,11 @@ type RedisConfig struct {
 	// MaxQueueWait). Zero means DefaultTimeout; negative is an error.
 	Timeout time.Duration
 	// TimeoutsToFail is how many round trips in a row must time out
-	// before Redis counts as failing (see Limiter: only then does
-	// fallback mode start). A round trip that fails otherwise (refused
-	// or reset connection, error reply) counts at once. Zero means
-	// DefaultTimeoutsToFail; negative is an error.
+	// before Redis is suspected (see Limiter: fallback mode starts only
+	// if a PING within Config.ConfirmTimeout then fails too). A round
+	// trip that fails otherwise (refused or reset connection, error
+	// reply) counts at once. Zero means DefaultTimeoutsToFail; negative
+	// is an error.
 	TimeoutsToFail int
 	// Prefix starts every key the store writes. Empty means DefaultPrefix.
 	// It must not contain '{' or '}', which would change the hash tag.
@@ -102,7 +107,7 @@ type RedisStore struct {
 	queueWait time.Duration
 	prefix    string
 	// health judges from the round trips whether Redis is failing.
-	health health
+	health *fallback.Health
 	// pipe coalesces decisions; nil when MaxBatch is negative.
 	pipe *pipeline
 
@@ -160,9 +165,8 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 		cfg.TimeoutsToFail = DefaultTimeoutsToFail
 	}
 	s := &RedisStore{client: cfg.Client, timeout: cfg.Timeout, queueWait: cfg.MaxQueueWait, prefix: cfg.Prefix}
-	s.health.timeoutsToFail = int64(cfg.TimeoutsToFail)
-	s.health.timeout = cfg.Timeout
-	cfg.Client.AddHook(dialWatch{&s.health})
+	s.health = fallback.NewHealth(cfg.Timeout, cfg.TimeoutsToFail)
+	cfg.Client.AddHook(s.health.DialHook())
 	if cfg.MaxBatch > 0 {
 		s.pipe = newPipeline(s, cfg.MaxBatch, cfg.MaxQueue, cfg.MaxPipelines)
 	}
@@ -228,7 +232,7 @@ func (s *RedisStore) allowAlone(parent context.Context, key string, l Limit) (Re
 		cmd = limitScript.Run(ctx, s.client, keys, l.Rate, l.Burst)
 	}
 	r, err := decisionOf(cmd)
-	s.health.roundTrip(parent, time.Since(sent), cmd.Err())
+	s.health.RoundTrip(parent, time.Since(sent), cmd.Err())
 	if err != nil {
 		s.followCluster()
 		return Result{}, fmt.Errorf("handshake: redis decision: %w", err)
@@ -266,7 +270,7 @@ func (s *RedisStore) Ban(ctx context.Context, key string, d time.Duration) error
 	} else {
 		err = s.client.Del(ctx, s.banKey(key)).Err()
 	}
-	s.health.roundTrip(parent, time.Since(sent), err)
+	s.health.RoundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return fmt.Errorf("handshake: redis ban: %w", err)
@@ -289,7 +293,7 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	// PTTL answers -2 for a missing key and -1 for one without expiry;
 	// go-redis passes both through unscaled.
 	d, err := s.client.PTTL(ctx, s.banKey(key)).Result()
-	s.health.roundTrip(parent, time.Since(sent), err)
+	s.health.RoundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		s.followCluster()
 		return 0, false, fmt.Errorf("handshake: redis ban check: %w", err)
@@ -299,11 +303,6 @@ func (s *RedisStore) Banned(ctx context.Context, key string) (time.Duration, boo
 	}
 	return d, true, nil
 }
-
-// failing reports whether the store's round trips say that Redis itself
-// is failing (see RedisConfig.TimeoutsToFail), as opposed to decisions
-// that failed on this side: a full queue, a long wait in it.
-func (s *RedisStore) failing() bool { return s.health.failing() }
 
 // followCluster schedules a reload of a Cluster client's slot map after a
 // failed call (see fallback.FollowCluster).

@@ -3,7 +3,6 @@ package handshake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -181,36 +180,7 @@ func TestRedisStoreQueueWait(t *testing.T) {
 	if st := s.PipelineStats(); st.QueueWait != 1 || st.Decisions != 1 {
 		t.Errorf("PipelineStats = %+v, want QueueWait 1 and one decision sent", st)
 	}
-	if s.failing() {
-		t.Error("failing() = true after a queue wait, want false")
-	}
-}
-
-// TestHealth steps the judgement of Redis through round trips.
-func TestHealth(t *testing.T) {
-	h := health{timeoutsToFail: 3, timeout: 50 * time.Millisecond}
-	refused := errors.New("dial tcp: connection refused")
-	gone, cancel := context.WithCancel(context.Background())
-	cancel()
-	for i, step := range []struct {
-		parent context.Context
-		took   time.Duration
-		err    error
-		want   bool
-	}{
-		{nil, 50 * time.Millisecond, context.DeadlineExceeded, false},
-		{nil, 60 * time.Millisecond, fmt.Errorf("i/o: %w", context.DeadlineExceeded), false},
-		{gone, time.Millisecond, refused, false},                       // the caller left: nothing learnt
-		{nil, 300 * time.Millisecond, context.DeadlineExceeded, false}, // noticed late: this server's CPU
-		{nil, 51 * time.Millisecond, context.DeadlineExceeded, true},
-		{nil, time.Millisecond, nil, false},
-		{nil, time.Millisecond, refused, true},
-		{nil, 300 * time.Millisecond, context.DeadlineExceeded, true},
-		{nil, time.Millisecond, nil, false},
-	} {
-		h.roundTrip(step.parent, step.took, step.err)
-		if got := h.failing(); got != step.want {
-			t.Errorf("step %d: after %v, failing() = %v, want %v", i, step.err, got, step.want)
-		}
+	if s.health.Failing() {
+		t.Error("health.Failing() = true after a queue wait, want false")
 	}
 }

@@ -72,6 +72,7 @@ func TestBoundedCardinality(t *testing.T) {
 	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
 		len(server.HandshakeResults()) + 1 + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
 		numLocalReasons + // decisions made without Redis
+		numConfirmResults + numConfirmResults + 1 + // handshake and session cap confirmations, session cap local decisions
 		numCommands*(2+numDropReasons) + len(server.ProtocolErrorKinds()) + 1 + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions

@@ -115,6 +115,11 @@
 //     made without Redis while Redis was not judged failing: refused and
 //     in_flight shed (refused without asking), queue_full, queue_wait and
 //     timeout decided in process memory.
+//   - stompgate_handshake_limiter_confirmations_total{result}: PINGs
+//     bounded by -redis-confirm-timeout that confirmed
+//     -redis-timeouts-to-fail round trips timed out in a row: answered
+//     (Redis alive, the timeouts were this server's load; no fallback) or
+//     failed (fallback mode entered).
 //   - stompgate_handshake_redis_batches_total,
 //     stompgate_handshake_redis_batched_decisions_total and
 //     stompgate_handshake_redis_queue_full_total: the Redis store's
@@ -136,6 +141,13 @@
 //     reach for longer than the lease TTL).
 //   - stompgate_session_cap_fallback (gauge): 1 while the caps count this
 //     instance's sessions only because Redis is unreachable, else 0.
+//   - stompgate_session_cap_local_decisions_total: cap decisions made on
+//     this instance's own count because a Redis call timed out while
+//     Redis was not judged failing (whatever -limiter-fail says).
+//   - stompgate_session_cap_confirmations_total{result}: PINGs bounded by
+//     -redis-confirm-timeout that confirmed -redis-timeouts-to-fail cap
+//     calls timed out in a row: answered (no fallback) or failed
+//     (fallback mode entered).
 //   - stompgate_session_cap_displaced_total{scope}: sessions that a newer
 //     session of the same key displaced at the cap
 //     (-session-cap-displace).

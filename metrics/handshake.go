@@ -48,6 +48,30 @@ var localLabels = [numLocalReasons]string{
 	localTimeout:   "timeout",
 }
 
+// The result label of the confirmation counters
+// (stompgate_handshake_limiter_confirmations_total,
+// stompgate_session_cap_confirmations_total): whether the PING that
+// confirms timeouts in a row was answered.
+const (
+	confirmFailed = iota
+	confirmAnswered
+
+	numConfirmResults = iota
+)
+
+var confirmLabels = [numConfirmResults]string{
+	confirmFailed:   "failed",
+	confirmAnswered: "answered",
+}
+
+// confirmIndex is the confirmLabels index of a confirmation's outcome.
+func confirmIndex(answered bool) int {
+	if answered {
+		return confirmAnswered
+	}
+	return confirmFailed
+}
+
 // LimiterDecisionBuckets are the upper bounds, in seconds, of
 // stompgate_handshake_limiter_decision_seconds: 50µs (an in-process
 // decision) to 250ms (a Redis round trip in trouble). 50ms is a bound so an
@@ -79,6 +103,9 @@ func (m *Metrics) buildHandshakes(b *builder) {
 	local := b.counterVec("stompgate_handshake_limiter_local_decisions_total",
 		"Handshake decisions made without Redis while Redis was not judged failing, by reason: refused and in_flight were shed (refused without asking), queue_full, queue_wait and timeout decided in process memory.", "reason")
 	resolve(m.limiterLocal[:], localLabels[:], local.WithLabelValues)
+	confirmations := b.counterVec("stompgate_handshake_limiter_confirmations_total",
+		"PINGs (bounded by -redis-confirm-timeout) that confirmed -redis-timeouts-to-fail handshake round trips timed out in a row, by result: answered (Redis is alive, the timeouts were this server's load; no fallback) or failed (fallback mode entered).", "result")
+	resolve(m.limiterConfirm[:], confirmLabels[:], confirmations.WithLabelValues)
 	m.limiterFallback = b.gauge("stompgate_handshake_limiter_fallback",
 		"1 while the handshake limiter runs on its in-process fallback store because Redis is unreachable, else 0.")
 }
@@ -141,4 +168,15 @@ func (m *Metrics) LimiterLocalDecision(reason string) {
 		return
 	}
 	m.limiterLocal[labelIndex(localLabels[:], reason)].Inc()
+}
+
+// LimiterConfirmation counts a PING that confirmed the handshake
+// limiter's timeouts in a row
+// (stompgate_handshake_limiter_confirmations_total{result}): answered
+// means Redis is alive and fallback mode was not entered.
+func (m *Metrics) LimiterConfirmation(answered bool) {
+	if m == nil {
+		return
+	}
+	m.limiterConfirm[confirmIndex(answered)].Inc()
 }

@@ -82,6 +82,7 @@ type Metrics struct {
 	limiterStoreErrors [numStores]prometheus.Counter
 	limiterFallback    prometheus.Gauge
 	limiterLocal       [numLocalReasons]prometheus.Counter
+	limiterConfirm     [numConfirmResults]prometheus.Counter
 
 	framesReceived      [numCommands]prometheus.Counter
 	framesPassed        [numCommands]prometheus.Counter

@@ -48,6 +48,8 @@ type capMetrics struct {
 	storeErrors prometheus.Counter
 	restored    prometheus.Counter
 	fallback    prometheus.Gauge
+	local       prometheus.Counter
+	confirm     [numConfirmResults]prometheus.Counter
 }
 
 func (m *Metrics) buildSessionCaps(b *builder) {
@@ -63,6 +65,30 @@ func (m *Metrics) buildSessionCaps(b *builder) {
 		"Session leases that renewal found missing in Redis (restarted empty, or out of reach longer than the lease TTL) and wrote back.")
 	m.caps.fallback = b.gauge("stompgate_session_cap_fallback",
 		"1 while the session caps count this instance's sessions only because Redis is unreachable, else 0.")
+	m.caps.local = b.counter("stompgate_session_cap_local_decisions_total",
+		"Session cap decisions made on this instance's own count because a Redis call failed (timed out) while Redis was not judged failing, whatever -limiter-fail says.")
+	confirmations := b.counterVec("stompgate_session_cap_confirmations_total",
+		"PINGs (bounded by -redis-confirm-timeout) that confirmed -redis-timeouts-to-fail session cap calls timed out in a row, by result: answered (no fallback) or failed (fallback mode entered).", "result")
+	resolve(m.caps.confirm[:], confirmLabels[:], confirmations.WithLabelValues)
+}
+
+// SessionCapLocalDecision counts a session cap decision made on this
+// instance's own count while Redis was not judged failing
+// (stompgate_session_cap_local_decisions_total).
+func (m *Metrics) SessionCapLocalDecision() {
+	if m == nil {
+		return
+	}
+	m.caps.local.Inc()
+}
+
+// SessionCapConfirmation counts a PING that confirmed the session caps'
+// timeouts in a row (stompgate_session_cap_confirmations_total{result}).
+func (m *Metrics) SessionCapConfirmation(answered bool) {
+	if m == nil {
+		return
+	}
+	m.caps.confirm[confirmIndex(answered)].Inc()
 }
 
 // SessionCapAcquired counts a slot taken in scope

@@ -51,10 +51,18 @@
 // # When Redis is unreachable
 //
 // The Limiter keeps an in-process count of this instance's own sessions
-// per key, MemoryStore, beside Redis. When a Redis call fails it enters
-// fallback mode, as the handshake limiter does: with FailClosed it refuses
-// (Decision.Store StoreNone); otherwise it decides on the in-process count,
-// so each instance enforces the cap on the sessions it holds. A background
+// per key, MemoryStore, beside Redis. It enters fallback mode only on
+// evidence that Redis itself is failing, judged as the handshake limiter
+// judges it (internal/fallback's Health): a refused or reset connection
+// or an error reply at once; timeouts only when TimeoutsToFail calls in a
+// row timed out and a PING bounded by ConfirmTimeout (1 s) failed too. In
+// fallback mode, with FailClosed it refuses (Decision.Store StoreNone);
+// otherwise it decides on the in-process count, so each instance enforces
+// the cap on the sessions it holds. An acquire that timed out while Redis
+// is not judged failing (a server so busy that it reads the answer late
+// looks the same) is decided on the in-process count whatever FailClosed
+// says (Decision.Local): refusing every new session because this server
+// is busy would let one flooding client lock out every other. A background
 // probe leaves fallback mode when Redis answers again. Sessions admitted in
 // fallback mode are not in Redis: until they end, the shared count misses
 // them.

@@ -41,6 +41,11 @@ type Decision struct {
 	Held int
 	// Store is StoreRedis, StoreMemory or StoreNone.
 	Store string
+	// Local is true when this instance's own count decided (StoreMemory)
+	// because the Redis call failed while Redis was not judged failing
+	// (a timeout, likelier this server's load than an outage): FailClosed
+	// does not apply to such a decision.
+	Local bool
 }
 
 // Lease is a slot held for one session. The zero Lease holds nothing;
@@ -66,6 +71,10 @@ type Observer interface {
 	Released(scope string)
 	// Fallback reports entering (true) or leaving (false) fallback mode.
 	Fallback(active bool)
+	// Confirmation reports the outcome of a PING that confirmed
+	// RedisConfig.TimeoutsToFail timeouts in a row: answered (true,
+	// fallback mode not entered) or not (false, entered).
+	Confirmation(answered bool)
 	// Displaced reports n sessions of scope that lost their slot to a
 	// newer session of the same key (see PrincipalConfig.Displace).
 	Displaced(scope string, n int)
@@ -85,6 +94,11 @@ type Config struct {
 	// in fallback mode, and how often the background probe PINGs it. Zero
 	// means DefaultRetryInterval; negative is an error.
 	RetryInterval time.Duration
+	// ConfirmTimeout bounds the PING that must fail before timeouts alone
+	// (RedisConfig.TimeoutsToFail in a row) start fallback mode: one at a
+	// time, on a goroutine of the Limiter that Close waits for. Zero means
+	// fallback.DefaultConfirmTimeout (1s); negative is an error.
+	ConfirmTimeout time.Duration
 	// Logger receives a Warn when fallback mode starts and an Info when it
 	// ends. Nil means slog.Default().
 	Logger *slog.Logger
@@ -100,6 +114,16 @@ type Config struct {
 // does not. It always keeps the instance's own count, of every session it
 // admitted, so that in fallback mode the cap still holds on this
 // instance. See the package documentation.
+//
+// Fallback mode, and with FailClosed the refusal of every new session,
+// starts only on evidence that Redis itself is failing, judged as the
+// handshake limiter judges it (fallback.Health): a refused or reset
+// connection or an error reply at once; timeouts only when
+// RedisConfig.TimeoutsToFail calls in a row timed out and then a PING
+// bounded by ConfirmTimeout failed too. An acquire that timed out short
+// of that says nothing about Redis (this server's CPU may have kept the
+// answer unread): it is decided on this instance's own count, fail mode
+// notwithstanding (Decision.Local).
 //
 // A Limiter is safe for concurrent use. Create it with New and Close it
 // after its sessions ended.
@@ -123,6 +147,9 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.RetryInterval == 0 {
 		cfg.RetryInterval = DefaultRetryInterval
 	}
+	if cfg.ConfirmTimeout < 0 {
+		return nil, configErrorf("Config.ConfirmTimeout %v is negative", cfg.ConfirmTimeout)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -143,22 +170,25 @@ func New(cfg Config) (*Limiter, error) {
 	if cfg.FailClosed {
 		mode = "refusing every new session (fail closed)"
 	}
-	l.fallback = fallback.New(fallback.Config{
-		RetryInterval: cfg.RetryInterval,
-		ProbeInterval: cfg.RetryInterval,
-		Now:           cfg.Now,
-		Ping: func(ctx context.Context) error {
-			if l.redis == nil {
-				return nil
-			}
-			return l.redis.Ping(ctx)
-		},
-		Name:       "sessioncap",
-		Mode:       mode,
-		Logger:     cfg.Logger,
-		Changed:    func(active bool) { l.observer.Fallback(active) },
-		StoreError: l.observer.StoreError,
-	})
+	fcfg := fallback.Config{
+		RetryInterval:  cfg.RetryInterval,
+		ProbeInterval:  cfg.RetryInterval,
+		ConfirmTimeout: cfg.ConfirmTimeout,
+		Now:            cfg.Now,
+		Ping:           func(context.Context) error { return nil },
+		Name:           "sessioncap",
+		Mode:           mode,
+		Logger:         cfg.Logger,
+		Changed:        func(active bool) { l.observer.Fallback(active) },
+		StoreError:     l.observer.StoreError,
+		Confirmed:      func(answered bool) { l.observer.Confirmation(answered) },
+	}
+	if r := cfg.Redis; r != nil {
+		fcfg.Health = r.health
+		fcfg.ProbeTimeout = r.timeout
+		fcfg.Ping = func(ctx context.Context) error { return r.client.Ping(ctx).Err() }
+	}
+	l.fallback = fallback.New(fcfg)
 	return l, nil
 }
 
@@ -175,9 +205,9 @@ func (l *Limiter) Acquire(ctx context.Context, scope, name string, max int) (Lea
 // AcquireFor is Acquire for a session that owner names (its id). With
 // displace, a key that Redis finds at max makes room by dropping its
 // oldest leases instead of refusing, and returns their owners, which the
-// caller ends wherever they run. Deciding on this instance's own count (no Redis, or in
-// fallback) never displaces: the caller, which knows its own sessions,
-// does that (see PrincipalStage).
+// caller ends wherever they run. Deciding on this instance's own count (no
+// Redis, in fallback, or Decision.Local) never displaces: the caller,
+// which knows its own sessions, does that (see PrincipalStage).
 func (l *Limiter) AcquireFor(ctx context.Context, scope, name string, max int, owner string, displace bool) (Lease, Decision, []string, error) {
 	if name == "" {
 		return Lease{}, Decision{}, nil, ErrEmptyKey
@@ -186,6 +216,7 @@ func (l *Limiter) AcquireFor(ctx context.Context, scope, name string, max int, o
 		return Lease{}, Decision{}, nil, ErrInvalidMax
 	}
 	key := scope + ":" + name
+	local := false
 	if l.redis != nil {
 		var (
 			id        string
@@ -193,14 +224,15 @@ func (l *Limiter) AcquireFor(ctx context.Context, scope, name string, max int, o
 			ok        bool
 			displaced []string
 		)
-		useFallback, err := l.fallback.Try(ctx, l.now(), func() (err error) {
+		outcome, err := l.fallback.Try(ctx, l.now(), func() (err error) {
 			id, held, ok, displaced, err = l.redis.AcquireFor(ctx, key, max, owner, displace)
 			return err
 		})
 		if err != nil {
 			return Lease{}, Decision{}, nil, err
 		}
-		if !useFallback {
+		switch {
+		case outcome == fallback.Answered:
 			d := Decision{Allowed: ok, Held: held, Store: StoreRedis}
 			l.observer.Decision(scope, d)
 			if len(displaced) > 0 {
@@ -215,15 +247,21 @@ func (l *Limiter) AcquireFor(ctx context.Context, scope, name string, max int, o
 				owners = append(owners, LeaseOwner(m))
 			}
 			return Lease{scope: scope, key: key, id: id}, d, owners, nil
-		}
-		if l.failClosed {
+		case outcome == fallback.Fallback && l.failClosed:
 			d := Decision{Store: StoreNone}
 			l.observer.Decision(scope, d)
 			return Lease{}, d, nil, nil
 		}
+		local = outcome == fallback.Local
 	}
+	return l.acquireLocal(scope, key, max, local)
+}
+
+// acquireLocal decides on this instance's own count; local says that
+// Redis was asked, failed and is not judged failing (Decision.Local).
+func (l *Limiter) acquireLocal(scope, key string, max int, local bool) (Lease, Decision, []string, error) {
 	held, ok := l.memory.TryAcquire(key, max)
-	d := Decision{Allowed: ok, Held: held, Store: StoreMemory}
+	d := Decision{Allowed: ok, Held: held, Store: StoreMemory, Local: local}
 	l.observer.Decision(scope, d)
 	if !ok {
 		return Lease{}, d, nil, nil
@@ -272,6 +310,7 @@ type nopObserver struct{}
 func (nopObserver) Decision(string, Decision) {}
 func (nopObserver) Released(string)           {}
 func (nopObserver) Fallback(bool)             {}
+func (nopObserver) Confirmation(bool)         {}
 func (nopObserver) Displaced(string, int)     {}
 func (nopObserver) StoreError(error)          {}
 func (nopObserver) LeasesRestored(int)        {}

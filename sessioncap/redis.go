@@ -74,7 +74,16 @@ type RedisConfig struct {
 	LeaseTTL time.Duration
 	// Timeout bounds each acquire and release. Zero means DefaultTimeout;
 	// negative is an error. A renewal pipeline is bounded by LeaseTTL/3.
+	// An acquire that times out is not by itself a sign that Redis is
+	// failing (see Limiter).
 	Timeout time.Duration
+	// TimeoutsToFail is how many acquires and releases in a row must time
+	// out before Redis is suspected (see Limiter: fallback mode starts
+	// only if a PING within Config.ConfirmTimeout then fails too). One
+	// that fails otherwise (refused or reset connection, error reply)
+	// counts at once. Zero means fallback.DefaultTimeoutsToFail (3);
+	// negative is an error.
+	TimeoutsToFail int
 	// Prefix starts every key. Empty means DefaultPrefix. It must not
 	// contain '{' or '}', which would change the hash tag.
 	Prefix string
@@ -98,6 +107,8 @@ type RedisStore struct {
 	prefix   string
 	observer RedisObserver
 	logger   *slog.Logger
+	// health judges from acquires and releases whether Redis is failing.
+	health *fallback.Health
 
 	// instance prefixes lease ids: random, so two instances (or two runs
 	// of one) never share an id.
@@ -138,6 +149,9 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.TimeoutsToFail < 0 {
+		return nil, configErrorf("RedisConfig.TimeoutsToFail %d is negative", cfg.TimeoutsToFail)
+	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
@@ -157,11 +171,13 @@ func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
 		prefix:    cfg.Prefix,
 		observer:  cfg.Observer,
 		logger:    cfg.Logger,
+		health:    fallback.NewHealth(cfg.Timeout, cfg.TimeoutsToFail),
 		instance:  randid.New(8),
 		live:      make(map[string]map[string]struct{}),
 		stop:      make(chan struct{}),
 		renewDone: make(chan struct{}),
 	}
+	cfg.Client.AddHook(s.health.DialHook())
 	go s.renewLoop()
 	return s, nil
 }
@@ -193,9 +209,12 @@ func (s *RedisStore) AcquireFor(ctx context.Context, key string, max int, owner 
 	if displace {
 		flag = "1"
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	sent := time.Now()
 	vals, err := acquireScript.Run(ctx, s.client, []string{s.setKey(key)}, max, s.ttl.Milliseconds(), self, flag).Slice()
+	s.health.RoundTrip(parent, time.Since(sent), err)
 	if err != nil {
 		fallback.FollowCluster(s.client)
 		return "", 0, false, nil, fmt.Errorf("sessioncap: redis acquire: %w", err)
@@ -249,9 +268,13 @@ func (s *RedisStore) Release(ctx context.Context, key, id string) error {
 		}
 	}
 	s.mu.Unlock()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if err := s.client.ZRem(ctx, s.setKey(key), id).Err(); err != nil {
+	sent := time.Now()
+	err := s.client.ZRem(ctx, s.setKey(key), id).Err()
+	s.health.RoundTrip(parent, time.Since(sent), err)
+	if err != nil {
 		fallback.FollowCluster(s.client)
 		return fmt.Errorf("sessioncap: redis release: %w", err)
 	}

@@ -23,6 +23,7 @@ type countingObserver struct {
 	errs      int
 	restored  int
 	fallback  []bool
+	confirmed []bool
 	displaced map[string]int
 }
 
@@ -52,6 +53,18 @@ func (o *countingObserver) Fallback(active bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.fallback = append(o.fallback, active)
+}
+
+func (o *countingObserver) Confirmation(answered bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.confirmed = append(o.confirmed, answered)
+}
+
+func (o *countingObserver) confirmations() []bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]bool(nil), o.confirmed...)
 }
 
 func (o *countingObserver) StoreError(error) {

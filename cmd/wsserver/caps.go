@@ -27,13 +27,15 @@ func (a *app) newSessionCaps(st *settings, logger *slog.Logger) error {
 	obs := capObserver{a.metrics}
 	cfg := sessioncap.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
 	if a.redis != nil {
-		rs, err := sessioncap.NewRedisStore(sessioncap.RedisConfig{
+		rcfg := sessioncap.RedisConfig{
 			Client:   a.redis,
 			LeaseTTL: st.sessionLeaseTTL,
 			Timeout:  st.redisTimeout,
 			Observer: obs,
 			Logger:   logger,
-		})
+		}
+		st.capsConfig(&cfg, &rcfg)
+		rs, err := sessioncap.NewRedisStore(rcfg)
 		if err != nil {
 			return fmt.Errorf("-session-lease-ttl: %w", err)
 		}
@@ -125,6 +127,9 @@ type capObserver struct{ m *metrics.Metrics }
 var _ sessioncap.Observer = capObserver{}
 
 func (o capObserver) Decision(scope string, d sessioncap.Decision) {
+	if d.Local {
+		o.m.SessionCapLocalDecision()
+	}
 	switch {
 	case d.Allowed:
 		o.m.SessionCapAcquired(metrics.CapScopeOf(scope))
@@ -138,6 +143,7 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 
 func (o capObserver) Released(scope string) { o.m.SessionCapReleased(metrics.CapScopeOf(scope)) }
 func (o capObserver) Fallback(active bool)  { o.m.SetSessionCapFallback(active) }
+func (o capObserver) Confirmation(ok bool)  { o.m.SessionCapConfirmation(ok) }
 func (o capObserver) StoreError(error)      { o.m.SessionCapStoreError() }
 func (o capObserver) LeasesRestored(n int)  { o.m.SessionCapLeasesRestored(n) }
 func (o capObserver) Displaced(scope string, n int) {

@@ -66,9 +66,14 @@ func TestAppStreamFloodStopsAtByteBound(t *testing.T) {
 	if n := s.sum("stompgate_app_backlog_refusals_total"); n != 12 {
 		t.Errorf("refusals = %v, want 12, one per session", n)
 	}
-	if n := s.sum("stompgate_sessions_closed_total", `reason="app_backlog"`); n != 12 {
-		t.Errorf("sessions closed app_backlog = %v, want 12", n)
-	}
+	// A session is counted closed when its connection has ended, a
+	// moment after the client read its ERROR.
+	waitFor(t, clientTimeout, func() error {
+		if n := scrape(t, base).sum("stompgate_sessions_closed_total", `reason="app_backlog"`); n != 12 {
+			return fmt.Errorf("sessions closed app_backlog = %v, want 12", n)
+		}
+		return nil
+	})
 	ctx := context.Background()
 	if n := rdb.XLen(ctx, appstream.DefaultStream).Val(); n != int64(taken) || taken*60_000 > total || taken*60_000 < total*3/4 {
 		t.Errorf("XLEN = %d with %d RECEIPTed; want them all, within the %d-byte total and near it", n, taken, total)

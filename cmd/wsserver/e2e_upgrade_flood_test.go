@@ -30,11 +30,27 @@ const (
 	// The test policy's handshake zone: 30r/m, burst 5.
 	floodRatePerSec = 0.5
 	floodBurst      = 5
+	// floodMaxConns is the handshake zone's max_connections in the flood
+	// test, so that every admitted handshake also takes a session cap
+	// slot in the same Redis.
+	floodMaxConns = 20
 )
 
+// floodPolicy is testPolicy with the session cap on the handshake zone.
+func floodPolicy(t *testing.T) string {
+	t.Helper()
+	const zone = "    burst: 5\n    routes:\n      - {method: GET, path: /ws"
+	if !strings.Contains(testPolicy, zone) {
+		t.Fatal("testPolicy's handshake zone changed; update floodPolicy")
+	}
+	return writePolicy(t, strings.Replace(testPolicy, zone,
+		fmt.Sprintf("    burst: 5\n    max_connections: %d\n    routes:\n      - {method: GET, path: /ws", floodMaxConns), 1))
+}
+
 // TestUpgradeFloodOneAddress: with a real Redis and either -limiter-fail,
-// one address flooding upgrade requests neither flips the limiter into
-// fallback nor crowds out others: honest clients on other addresses keep
+// one address flooding upgrade requests neither flips the limiter nor the
+// session caps (max_connections on the same zone, in the same Redis) into
+// fallback, nor crowds out others: honest clients on other addresses keep
 // at least 99 % of their handshakes, the flooding address is admitted no
 // more than its limit, burst+1 + rate × t, and the shedding that kept the
 // flood out of the Redis queue is counted.
@@ -42,7 +58,8 @@ func TestUpgradeFloodOneAddress(t *testing.T) {
 	rs := testredis.Start(t)
 	for i, mode := range []string{"open", "closed"} {
 		t.Run("fail-"+mode, func(t *testing.T) {
-			base, _ := startApp(t, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32", "-limiter-fail", mode)
+			base, _ := startApp(t, "-redis-url", rs.URL(), "-trusted-proxies", "127.0.0.1/32", "-limiter-fail", mode,
+				"-policy", floodPolicy(t))
 			flooder := fmt.Sprintf("203.0.113.%d", 100+i)
 			ctx, cancel := context.WithTimeout(t.Context(), floodDuration)
 			defer cancel()
@@ -96,6 +113,9 @@ func TestUpgradeFloodOneAddress(t *testing.T) {
 			if got := m["stompgate_handshake_limiter_fallback"]; got != 0 {
 				t.Errorf("stompgate_handshake_limiter_fallback = %v after the flood, want 0", got)
 			}
+			if got := m["stompgate_session_cap_fallback"]; got != 0 {
+				t.Errorf("stompgate_session_cap_fallback = %v after the flood, want 0", got)
+			}
 			if got := m[`stompgate_handshakes_total{result="store_error"}`]; got != 0 {
 				t.Errorf(`stompgate_handshakes_total{result="store_error"} = %v, want 0`, got)
 			}
@@ -104,6 +124,12 @@ func TestUpgradeFloodOneAddress(t *testing.T) {
 				m[`stompgate_handshake_limiter_decision_seconds_count{store="redis"}`],
 				m[`stompgate_handshake_limiter_decision_seconds_count{store="memory"}`],
 				m[`stompgate_handshake_limiter_decision_seconds_count{store="local"}`])
+			t.Logf("session caps: %v decided on own count, confirmations answered %v failed %v; limiter confirmations answered %v failed %v",
+				m["stompgate_session_cap_local_decisions_total"],
+				m[`stompgate_session_cap_confirmations_total{result="answered"}`],
+				m[`stompgate_session_cap_confirmations_total{result="failed"}`],
+				m[`stompgate_handshake_limiter_confirmations_total{result="answered"}`],
+				m[`stompgate_handshake_limiter_confirmations_total{result="failed"}`])
 			t.Logf("shed %v; queue_full %v, queue_wait %v, timeout %v, sent to redis %v", shed,
 				m[`stompgate_handshake_limiter_local_decisions_total{reason="queue_full"}`],
 				m[`stompgate_handshake_limiter_local_decisions_total{reason="queue_wait"}`],
@@ -185,6 +211,8 @@ func TestLimiterSettingErrors(t *testing.T) {
 	}{
 		{[]string{"-redis-queue-wait", "0s"}, nil, "-redis-queue-wait"},
 		{[]string{"-redis-timeouts-to-fail", "0"}, nil, "-redis-timeouts-to-fail"},
+		{[]string{"-redis-confirm-timeout", "10ms"}, nil, "-redis-confirm-timeout"},
+		{nil, map[string]string{"WSSERVER_REDIS_CONFIRM_TIMEOUT": "-1s"}, "WSSERVER_REDIS_CONFIRM_TIMEOUT"},
 		{[]string{"-limiter-shed-keys", "-1"}, nil, "-limiter-shed-keys"},
 		{nil, map[string]string{"WSSERVER_LIMITER_IN_FLIGHT_PER_KEY": "-2"}, "WSSERVER_LIMITER_IN_FLIGHT_PER_KEY"},
 	} {

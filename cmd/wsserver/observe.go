@@ -65,6 +65,7 @@ func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 
 func (o observer) StoreError(store string, err error) { o.m.LimiterStoreError(store) }
 func (o observer) Fallback(active bool)               { o.m.SetLimiterFallback(active) }
+func (o observer) Confirmation(answered bool)         { o.m.LimiterConfirmation(answered) }
 
 func (o observer) RelayMessages(direction string, n int) {
 	o.m.RelayMessages(metrics.RelayDirectionOf(direction), n)

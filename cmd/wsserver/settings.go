@@ -148,7 +148,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.jwtJWKSRefresh, "jwt-jwks-refresh", jwtauth.DefaultJWKSRefresh, "how often the -jwt-jwks-url key set is fetched again (at least 10s); a token naming an unknown key also refetches it, at most every 30s")
 
 	fs.StringVar(&s.redisURL, "redis-url", "", "Redis for the shared handshake limiter and the -relay: redis://host:port/db, redis+sentinel://..., redis+cluster://... (empty: in-process store)")
-	fs.DurationVar(&s.redisTimeout, "redis-timeout", handshake.DefaultTimeout, "bound on one handshake-limit decision or session-cap call in Redis; a slower answer counts as Redis unreachable and is decided as -limiter-fail says, so a slow Redis never holds a handshake")
+	fs.DurationVar(&s.redisTimeout, "redis-timeout", handshake.DefaultTimeout, "bound on one handshake-limit decision or session-cap call in Redis, so a slow Redis never holds a handshake; a slower answer is decided in process memory, and counts as Redis unreachable (-limiter-fail) only after -redis-timeouts-to-fail in a row and a failed confirming PING (-redis-confirm-timeout)")
 	fs.StringVar(&s.relay, "relay", "", "cross-instance topic relay: \"redis\" (Pub/Sub on -redis-url; sharded Pub/Sub on a redis+cluster:// URL) or empty (single instance)")
 	fs.StringVar(&s.policyFile, "policy", "", "rate-limit policy file (YAML; empty: the compiled-in defaults)")
 	fs.StringVar(&s.trustedProxies, "trusted-proxies", "", "comma-separated CIDRs of proxies whose X-Real-IP / X-Forwarded-For are believed")

@@ -1,13 +1,16 @@
 // Package fallback is the Redis outage state shared by the stores that
 // keep serving from process memory while Redis is unreachable (the
-// handshake limiter, the session caps): whether they are in fallback
-// mode, which call may try Redis again (one per RetryInterval), and a
-// background probe that PINGs Redis while in fallback, so that the mode
-// ends (and its gauge returns to 0) even when no call arrives.
+// handshake limiter, the session caps): whether Redis is failing (Health,
+// judged from the stores' own round trips and confirmed by a PING before
+// timeouts alone are believed), whether they are in fallback mode, which
+// call may try Redis again (one per RetryInterval), and a background
+// probe that PINGs Redis while in fallback, so that the mode ends (and
+// its gauge returns to 0) even when no call arrives.
 package fallback
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -16,7 +19,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Config configures a Switch. Every field is required except Now.
+// DefaultConfirmTimeout is the default Config.ConfirmTimeout: twenty
+// times the stores' 50 ms call bound. A Redis that does not answer a
+// PING within a second is failing for any client; a server whose CPU
+// is saturated still reads an answer within it.
+const DefaultConfirmTimeout = time.Second
+
+// Outcome is what a store does with one call made through Try.
+type Outcome uint8
+
+const (
+	// Answered: Redis answered; the call's result holds.
+	Answered Outcome = iota
+	// Fallback: the store is in fallback mode, because Redis is judged
+	// failing: it answers as its fail mode says (from process memory, or
+	// by refusing).
+	Fallback
+	// Local: the call failed but Redis is not judged failing (a timeout
+	// that may be this server's CPU, or one confirmation under way): the
+	// store answers from its own state in process memory, whatever its
+	// fail mode, since the failure says nothing about Redis.
+	Local
+)
+
+// Config configures a Switch. Every field is required except Health,
+// ConfirmTimeout, ProbeTimeout, Confirmed and Now.
 type Config struct {
 	// RetryInterval is how often, in fallback mode, one call may try
 	// Redis again.
@@ -24,7 +51,20 @@ type Config struct {
 	// ProbeInterval is how often the background probe ticks; negative
 	// turns the probe off, leaving calls alone to find Redis back.
 	ProbeInterval time.Duration
-	// Ping asks Redis whether it answers; it bounds itself.
+	// ProbeTimeout bounds each PING of the background probe. Zero or
+	// less means ConfirmTimeout.
+	ProbeTimeout time.Duration
+	// Health judges the store's round trips. Nil means every failed call
+	// is evidence that Redis is failing.
+	Health *Health
+	// ConfirmTimeout bounds the PING that confirms a Health that only
+	// TimedOut before fallback mode starts: one such PING at a time, on
+	// a goroutine of the Switch; only a PING that fails or times out
+	// while no other round trip is answered starts fallback mode, one
+	// that answers voids the timeouts. Zero or less means
+	// DefaultConfirmTimeout.
+	ConfirmTimeout time.Duration
+	// Ping asks Redis whether it answers, within ctx's deadline.
 	Ping func(ctx context.Context) error
 	// Name prefixes the two log lines, one when fallback mode starts
 	// (Warn, with the error, saying Mode: what the store does meanwhile)
@@ -32,10 +72,12 @@ type Config struct {
 	Name, Mode string
 	Logger     *slog.Logger
 	// Changed is told when fallback mode starts (true) and ends (false),
-	// once each; StoreError about each failed Redis call, a probe PING or
-	// a call made through Try.
+	// once each; StoreError about each failed Redis call made through
+	// Try, a probe PING or a confirmation PING; Confirmed, if not nil,
+	// about each confirmation's outcome (true: Redis answered).
 	Changed    func(active bool)
 	StoreError func(err error)
+	Confirmed  func(answered bool)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -50,12 +92,16 @@ type Switch struct {
 	// call may try Redis; the call that advances it does.
 	next atomic.Int64
 
-	stop   chan struct{}
-	probes sync.WaitGroup
-	// mu guards probing and closed.
-	mu      sync.Mutex
-	probing bool
-	closed  bool
+	// ctx ends on Close; it bounds the probe and the confirmation.
+	ctx    context.Context
+	cancel context.CancelFunc
+	// goroutines tracks the probe and the confirmation.
+	goroutines sync.WaitGroup
+	// mu guards probing, confirming and closed.
+	mu         sync.Mutex
+	probing    bool
+	confirming bool
+	closed     bool
 }
 
 // New returns a Switch, not in fallback mode.
@@ -63,7 +109,17 @@ func New(cfg Config) *Switch {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Switch{cfg: cfg, stop: make(chan struct{})}
+	if cfg.ConfirmTimeout <= 0 {
+		cfg.ConfirmTimeout = DefaultConfirmTimeout
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = cfg.ConfirmTimeout
+	}
+	if cfg.Confirmed == nil {
+		cfg.Confirmed = func(bool) {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Switch{cfg: cfg, ctx: ctx, cancel: cancel}
 }
 
 // Active reports whether the store is in fallback mode.
@@ -77,26 +133,99 @@ func (s *Switch) ShouldTry(now time.Time) bool {
 
 // Try runs call, one Redis operation of the store, unless the store is
 // in fallback mode and no retry is due at now, and keeps the state: a
-// success ends fallback mode, a failure is told to StoreError and starts
-// it. It reports whether the caller must answer without Redis. The error
-// is ctx's when ctx ended during call: the caller gave up (client gone,
-// server shutting down), which says nothing about Redis, so the state is
-// left alone.
-func (s *Switch) Try(ctx context.Context, now time.Time, call func() error) (useFallback bool, err error) {
+// success ends fallback mode; a failure is told to StoreError and judged
+// (see Judge). call must report its round trip to the Health itself. The
+// error is ctx's when ctx ended during call: the caller gave up (client
+// gone, server shutting down), which says nothing about Redis, so the
+// state is left alone.
+func (s *Switch) Try(ctx context.Context, now time.Time, call func() error) (Outcome, error) {
 	if !s.ShouldTry(now) {
-		return true, nil
+		return Fallback, nil
 	}
-	err = call()
+	err := call()
 	if err == nil {
 		s.Succeeded()
-		return false, nil
+		return Answered, nil
 	}
 	if ctxErr := ctx.Err(); ctxErr != nil {
-		return false, ctxErr
+		return Answered, ctxErr
 	}
 	s.cfg.StoreError(err)
-	s.Failed(now, err)
-	return true, nil
+	if s.Judge(now, err) {
+		return Fallback, nil
+	}
+	return Local, nil
+}
+
+// Judge decides, after a Redis call that failed with err at now while
+// its caller was still there, whether the store must fall back, and
+// reports it. In fallback mode it must (the mode is prolonged). Outside
+// it, a Health that is Broken starts fallback mode at once; one that
+// only TimedOut starts a confirmation PING, unless one runs, and the
+// store answers locally meanwhile; otherwise the failure is a hiccup
+// and the store answers locally. With no Health every failure starts
+// fallback mode.
+func (s *Switch) Judge(now time.Time, err error) bool {
+	h := s.cfg.Health
+	switch {
+	case s.active.Load(), h == nil, h.Broken():
+		s.Failed(now, err)
+		return true
+	case h.TimedOut():
+		s.confirm(err)
+	}
+	return false
+}
+
+// confirm starts the confirmation PING unless one runs or the Switch is
+// closed. cause is the timeout that made the Health suspect Redis.
+func (s *Switch) confirm(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.confirming || s.closed {
+		return
+	}
+	s.confirming = true
+	s.goroutines.Add(1)
+	go s.runConfirm(cause)
+}
+
+// runConfirm PINGs Redis within ConfirmTimeout: an answer voids the
+// timeouts, a failure starts fallback mode. A PING that timed out while
+// another round trip of the store was answered is no failure either: a
+// hung Redis answers nobody, and a server so busy that it reads the
+// PING's answer late (thousands of connections on two cores do that)
+// still reads the others'. One whose timeout was noticed more than a
+// ConfirmTimeout late, like such a round trip (see Health.RoundTrip), is
+// this server's CPU and proves nothing: the next call that times out
+// confirms again. One cut short by Close proves nothing either.
+func (s *Switch) runConfirm(cause error) {
+	defer s.goroutines.Done()
+	defer func() {
+		s.mu.Lock()
+		s.confirming = false
+		s.mu.Unlock()
+	}()
+	h := s.cfg.Health
+	answers := h.answers.Load()
+	ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ConfirmTimeout)
+	sent := time.Now()
+	err := s.cfg.Ping(ctx)
+	took := time.Since(sent)
+	cancel()
+	switch {
+	case s.ctx.Err() != nil:
+	case err == nil:
+		h.answered()
+		s.cfg.Confirmed(true)
+	case IsTimeout(err) && h.answers.Load() != answers:
+		s.cfg.Confirmed(true)
+	case IsTimeout(err) && took > 2*s.cfg.ConfirmTimeout:
+	default:
+		s.cfg.StoreError(err)
+		s.cfg.Confirmed(false)
+		s.Failed(s.cfg.Now(), fmt.Errorf("%w, and a PING within %v failed too: %w", cause, s.cfg.ConfirmTimeout, err))
+	}
 }
 
 // due reports whether this call may try Redis in fallback mode; at most
@@ -130,16 +259,18 @@ func (s *Switch) Succeeded() {
 	}
 }
 
-// Close stops the probe and waits for it. Calls keep working afterwards,
-// without a probe. Close is idempotent.
+// Close stops the probe and a confirmation under way, and waits for
+// them. Calls keep working afterwards, without a probe or confirmation
+// (a Health that only TimedOut then keeps the store answering locally).
+// Close is idempotent.
 func (s *Switch) Close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
-		close(s.stop)
+		s.cancel()
 	}
 	s.mu.Unlock()
-	s.probes.Wait()
+	s.goroutines.Wait()
 }
 
 // startProbe starts the probe unless it runs, is turned off, or the
@@ -154,27 +285,37 @@ func (s *Switch) startProbe() {
 		return
 	}
 	s.probing = true
-	s.probes.Add(1)
+	s.goroutines.Add(1)
 	go s.probe()
 }
 
 // probe PINGs Redis every ProbeInterval while in fallback mode, unless a
 // call tried it within RetryInterval, and ends fallback mode on the first
-// answer. It returns when fallback mode ended or on Close.
+// answer. Each PING is a round trip reported to the Health. It returns
+// when fallback mode ended or on Close.
 func (s *Switch) probe() {
-	defer s.probes.Done()
+	defer s.goroutines.Done()
 	t := time.NewTicker(s.cfg.ProbeInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.ctx.Done():
 			s.endProbe(true)
 			return
 		case <-t.C:
 		}
 		if s.active.Load() && s.due(s.cfg.Now()) {
-			if err := s.cfg.Ping(context.Background()); err != nil {
-				s.cfg.StoreError(err)
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ProbeTimeout)
+			sent := time.Now()
+			err := s.cfg.Ping(ctx)
+			cancel()
+			if s.cfg.Health != nil {
+				s.cfg.Health.RoundTrip(s.ctx, time.Since(sent), err)
+			}
+			if err != nil {
+				if s.ctx.Err() == nil {
+					s.cfg.StoreError(err)
+				}
 			} else {
 				s.Succeeded()
 			}

@@ -120,31 +120,31 @@ func TestSwitchTry(t *testing.T) {
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
 	for _, step := range []struct {
-		name         string
-		ctx          context.Context
-		at           time.Duration
-		err          error // what the call returns
-		wantCalled   bool
-		wantFallback bool
-		wantErr      error
-		wantActive   bool
-		wantFails    int
+		name       string
+		ctx        context.Context
+		at         time.Duration
+		err        error // what the call returns
+		wantCalled bool
+		want       Outcome
+		wantErr    error
+		wantActive bool
+		wantFails  int
 	}{
-		{"healthy", context.Background(), 0, nil, true, false, nil, false, 0},
-		{"failure", context.Background(), 0, down, true, true, nil, true, 1},
-		{"not due", context.Background(), 999 * time.Millisecond, nil, false, true, nil, true, 1},
-		{"caller gone", ended, time.Second, down, true, false, context.Canceled, true, 1},
-		{"recovered", context.Background(), 2 * time.Second, nil, true, false, nil, false, 1},
+		{"healthy", context.Background(), 0, nil, true, Answered, nil, false, 0},
+		{"failure", context.Background(), 0, down, true, Fallback, nil, true, 1},
+		{"not due", context.Background(), 999 * time.Millisecond, nil, false, Fallback, nil, true, 1},
+		{"caller gone", ended, time.Second, down, true, Answered, context.Canceled, true, 1},
+		{"recovered", context.Background(), 2 * time.Second, nil, true, Answered, nil, false, 1},
 	} {
 		called := false
-		useFallback, err := s.Try(step.ctx, t0.Add(step.at), func() error { called = true; return step.err })
+		got, err := s.Try(step.ctx, t0.Add(step.at), func() error { called = true; return step.err })
 		ev.mu.Lock()
 		fails := ev.fails
 		ev.mu.Unlock()
-		if called != step.wantCalled || useFallback != step.wantFallback || err != step.wantErr || s.Active() != step.wantActive || fails != step.wantFails {
+		if called != step.wantCalled || got != step.want || err != step.wantErr || s.Active() != step.wantActive || fails != step.wantFails {
 			t.Fatalf("%s: Try(t0+%v) called %v = %v, %v; active %v, %d errors; want called %v, %v, %v, active %v, %d errors",
-				step.name, step.at, called, useFallback, err, s.Active(), fails,
-				step.wantCalled, step.wantFallback, step.wantErr, step.wantActive, step.wantFails)
+				step.name, step.at, called, got, err, s.Active(), fails,
+				step.wantCalled, step.want, step.wantErr, step.wantActive, step.wantFails)
 		}
 	}
 	if ev.entered != 1 || ev.left != 1 {
