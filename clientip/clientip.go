@@ -11,8 +11,9 @@
 // context (WithAddr, WithKey), so the limits behind it (sessioncap, the
 // bans) count the same client under the same key (AddrFrom, KeyFrom).
 //
-// It imports the standard library only, so that the adapters which key
-// by client share it without importing each other.
+// It builds on the standard library and internal/configerr alone, so
+// that the adapters which key by client share it without importing each
+// other.
 package clientip
 
 import (
