@@ -17,6 +17,9 @@ func TestRelayCounters(t *testing.T) {
 	m.RelayDropped(RelayDropQueueFull, 2)
 	m.RelayDropped(RelayDropRedisError, 7)
 	m.RelayDropped(RelayDropReason(42), 1)
+	m.RelayDropped(RelayDropTooLarge, 1)
+	m.RelayDisconnectDropped(RelayDropBadSignature, 3)
+	m.RelayDisconnectDropped(RelayDropUnsigned, -1)
 	m.RelayResubscribes(RelayResubscribeMoved, 4)
 	m.RelayResubscribes(RelayResubscribeUnanswered, 1)
 	m.RelayResubscribes(RelayResubscribeConnection, 0)
@@ -33,6 +36,9 @@ func TestRelayCounters(t *testing.T) {
 		{"stompgate_relay_dropped_total", "reason", "redis_error", 7},
 		{"stompgate_relay_dropped_total", "reason", "malformed", 0},
 		{"stompgate_relay_dropped_total", "reason", "other", 1},
+		{"stompgate_relay_dropped_total", "reason", "too_large", 1},
+		{"stompgate_relay_disconnect_dropped_total", "reason", "bad_signature", 3},
+		{"stompgate_relay_disconnect_dropped_total", "reason", "unsigned", 0},
 		{"stompgate_relay_resubscribes_total", "reason", "moved", 4},
 		{"stompgate_relay_resubscribes_total", "reason", "connection", 0},
 		{"stompgate_relay_resubscribes_total", "reason", "unanswered", 1},
@@ -102,6 +108,7 @@ func TestRelayNilMetrics(t *testing.T) {
 	var m *Metrics
 	m.RelayMessages(RelayOut, 1)
 	m.RelayDropped(RelayDropQueueFull, 1)
+	m.RelayDisconnectDropped(RelayDropStale, 1)
 	m.SetRelayOutage(true)
 	m.SetRelaySubscriptions(1)
 }
@@ -115,7 +122,8 @@ func TestRelayLabelsAreTheRelays(t *testing.T) {
 			t.Errorf("RelayDirectionOf(%q).String() = %q", d, got)
 		}
 	}
-	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed} {
+	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed,
+		relay.DropTooLarge, relay.DropUnsigned, relay.DropBadSignature, relay.DropStale} {
 		if got := RelayDropReasonOf(r).String(); got != r {
 			t.Errorf("RelayDropReasonOf(%q).String() = %q", r, got)
 		}
