@@ -89,6 +89,8 @@ type settings struct {
 	pingTimeout           time.Duration
 
 	backendSettings // app destinations and the server API (backend.go)
+
+	relayTrustSettings // messages between instances (relaytrust.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -153,6 +155,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.drainFlags(fs)
 	s.adminFlags(fs)
 	s.backendFlags(fs)
+	s.relayFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")

@@ -88,6 +88,9 @@ func (s *settings) validate() error {
 	if err := s.validatePeers(); err != nil {
 		return err
 	}
+	if err := s.validateRelayTrust(); err != nil {
+		return err
+	}
 	if !validPath(s.wsPath) {
 		return badSetting("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
 	}
