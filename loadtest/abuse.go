@@ -44,6 +44,9 @@ type abuseConfig struct {
 	httpPath        string
 	silentSessions  int
 	perIPRate       float64
+	redisURL        string
+	injectSize      int
+	injectRate      float64
 }
 
 // The attacks, in the order they run.
@@ -56,10 +59,11 @@ const (
 	attackHTTPIdle    = "http-idle"
 	attackSilent      = "silent"
 	attackPerIP       = "sessions-per-ip"
+	attackRelayInject = "relay-inject"
 )
 
 var allAttacks = []string{attackReceipts, attackCommitBurst, attackTxFill, attackUTF8,
-	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP}
+	attackSubChurn, attackHTTPIdle, attackSilent, attackPerIP, attackRelayInject}
 
 // Abuse defaults, each with its reason.
 const (
@@ -104,6 +108,14 @@ const (
 	// maxAttackBody bounds the body and message sizes: wsserver's frame
 	// limit is 64 KiB; a larger server limit is still bounded.
 	maxAttackBody = 1 << 20
+	// relay-inject: 5 MB payloads as first seen, at ten PUBLISHes a
+	// second, one in ten of them large (5 MB/s into Redis, under the 8 MB/s
+	// a Pub/Sub client may fall behind by default before Redis drops it).
+	defaultInjectSize = 5 << 20
+	defaultInjectRate = 10
+	// maxInjectSize bounds -inject-size: Redis' own limit on a bulk
+	// string is 512 MB; 64 MB is plenty to show a bound.
+	maxInjectSize = 64 << 20
 )
 
 func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
@@ -134,6 +146,9 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.httpPath, "http-path", "/healthz", "http-idle: path of the one GET per connection")
 	fs.IntVar(&c.silentSessions, "silent-sessions", defaultSilentSessions, "silent: sessions that negotiate no heart-beats and never read")
 	fs.Float64Var(&c.perIPRate, "per-ip-rate", defaultPerIPRate, "sessions-per-ip: SEND frames per second each session tries")
+	fs.StringVar(&c.redisURL, "redis-url", "", "relay-inject: the Redis of the server (started with -relay redis), redis://host:port/db; the attack publishes into it directly")
+	fs.IntVar(&c.injectSize, "inject-size", defaultInjectSize, "relay-inject: bytes of the large payloads")
+	fs.Float64Var(&c.injectRate, "inject-rate", defaultInjectRate, "relay-inject: PUBLISHes per second, one in ten large")
 	return fs
 }
 
@@ -212,6 +227,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-session-cap %d is negative", c.sessionCap)
 	case c.perIPRate <= 0 || c.perIPRate > maxRate:
 		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, maxRate)
+	case c.injectSize < 1 || c.injectSize > maxInjectSize:
+		return fmt.Errorf("-inject-size %d: must be in [1, %d]", c.injectSize, maxInjectSize)
+	case c.injectRate <= 0 || c.injectRate > maxRate:
+		return fmt.Errorf("-inject-rate %v: must be in (0, %d]", c.injectRate, maxRate)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -261,6 +280,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &silentAttack{env: env}
 	case attackPerIP:
 		return &perIPAttack{env: env}
+	case attackRelayInject:
+		return &relayInjectAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

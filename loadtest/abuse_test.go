@@ -19,7 +19,7 @@ import (
 // startWsserver builds cmd/wsserver, starts it with its default settings
 // on a free loopback port, and returns its ws URL and process id. The
 // test fails if the server cannot be built or started.
-func startWsserver(t *testing.T) (string, int) {
+func startWsserver(t *testing.T, extra ...string) (string, int) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "wsserver")
 	build := exec.Command("go", "build", "-o", bin, "github.com/stompgate/stompgate/cmd/wsserver")
@@ -27,7 +27,7 @@ func startWsserver(t *testing.T) (string, int) {
 		t.Fatalf("building wsserver: %v\n%s", err, out)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	cmd := exec.Command(bin, "-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error")
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error"}, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	p, err := testproc.Start(cmd)
 	if err != nil {
@@ -55,7 +55,7 @@ func startWsserver(t *testing.T) (string, int) {
 func shortAbuse(url string, pid int) abuseConfig {
 	c := abuseConfig{
 		common:         testCommon(url, 1500*time.Millisecond),
-		attacks:        strings.Join(allAttacks, ","),
+		attacks:        strings.Join(serverAttacks(), ","),
 		sampleInterval: 50 * time.Millisecond,
 		honestSubs:     2, honestPubs: 2, honestRate: 5, honestRead: defaultHonestRead, honestBytes: 100,
 		sendLimit:       defaultSendLimit,
@@ -67,6 +67,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		httpPath:       "/healthz",
 		silentSessions: 3,
 		perIPRate:      defaultPerIPRate,
+		injectSize:     1 << 20, injectRate: 20,
 	}
 	c.pid = pid
 	return c
@@ -90,11 +91,11 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	for _, a := range ar.Attacks {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
+	if got, want := strings.Join(names, ","), strings.Join(serverAttacks(), ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
-	if len(ar.Targets) != 5 {
-		t.Errorf("%d targets, want 5: %+v", len(ar.Targets), ar.Targets)
+	if len(ar.Targets) != 6 {
+		t.Errorf("%d targets, want 6: %+v", len(ar.Targets), ar.Targets)
 	}
 	for _, tg := range ar.Targets {
 		if tg.Status != "pass" && tg.Status != "fail" && tg.Status != "n/a" {
@@ -178,7 +179,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(allAttacks) {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(serverAttacks()) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.Abuse)
 	}
 }
@@ -197,25 +198,28 @@ func TestAbuseJudge(t *testing.T) {
 		attacks []attackResult
 		want    []string // status per target, in judge's order
 	}{
-		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		{"nothing run", 0, nil, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"under the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 40*mb), withRSS(attackTxFill, 20*mb, 100*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99),
-		}, []string{"pass", "pass", "pass", "pass", "pass"}},
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}},
+		}, []string{"pass", "pass", "pass", "pass", "pass", "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101),
-		}, []string{"fail", "fail", "fail", "fail", "fail"}},
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}},
+		}, []string{"fail", "fail", "fail", "fail", "fail", "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+			{Name: attackRelayInject, Error: "needs -redis-url"},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000),
-		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}},
+		}, []string{"n/a", "n/a", "n/a", "n/a", "n/a", "n/a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
