@@ -79,6 +79,7 @@ func TestBoundedCardinality(t *testing.T) {
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
 		1 + // build info
 		numRelayDropReasons + // relay disconnect requests dropped
+		numProcsReasons + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 // API requests, app messages, user deliveries
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)

@@ -159,6 +159,10 @@
 //     -relay-key unsigned, bad_signature (another key, or altered) and
 //     stale (timestamp beyond -relay-max-age: a replay). Local delivery
 //     is never affected.
+//   - stompgate_procs_changes_total{reason}: changes of the processors
+//     the server runs on with -adaptive-procs: load (a tick filled them),
+//     queue (goroutines waited for one between ticks), lower (one given
+//     up). go_sched_gomaxprocs_threads is the current count.
 //   - stompgate_relay_disconnect_dropped_total{reason}: disconnect
 //     requests between instances that were ignored, with the same
 //     reasons; above 0 with a key set, something else writes to Redis.

@@ -102,6 +102,8 @@ type Metrics struct {
 	backend backendMetrics
 
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
+
+	procsChanges [numProcsReasons]prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -128,6 +130,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildHTTP(b)
 	m.buildBackend(b)
 	m.buildBuildInfo(b, cfg.Build)
+	m.buildProcs(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

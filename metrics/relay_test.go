@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 
+	"github.com/stompgate/stompgate/internal/procs"
 	"github.com/stompgate/stompgate/relay"
 )
 
@@ -135,5 +136,30 @@ func TestRelayLabelsAreTheRelays(t *testing.T) {
 	}
 	if RelayDirectionOf("sideways") != RelayOther || RelayDropReasonOf("?") != RelayDropOther || RelayResubscribeReasonOf("?") != RelayResubscribeOther {
 		t.Errorf("an unknown label is not other")
+	}
+}
+
+// TestProcsLabelsAreProcs checks that each processor-change label is
+// internal/procs' own name for it.
+func TestProcsLabelsAreProcs(t *testing.T) {
+	t.Parallel()
+	for _, r := range []string{procs.ReasonLoad, procs.ReasonQueue, procs.ReasonLower} {
+		if got := ProcsReasonOf(r).String(); got != r {
+			t.Errorf("ProcsReasonOf(%q).String() = %q", r, got)
+		}
+	}
+	if ProcsReasonOf("?") != ProcsOther {
+		t.Errorf("an unknown reason is not other")
+	}
+	m, reg := newTestMetrics(t, Config{})
+	m.ProcsChanged(ProcsQueue)
+	m.ProcsChanged(ProcsReason(99))
+	var nilM *Metrics
+	nilM.ProcsChanged(ProcsLoad)
+	if got := sample(t, reg, "stompgate_procs_changes_total", "reason", "queue"); got != 1 {
+		t.Errorf("procs_changes_total{queue} = %v, want 1", got)
+	}
+	if got := sample(t, reg, "stompgate_procs_changes_total", "reason", "other"); got != 1 {
+		t.Errorf("procs_changes_total{other} = %v, want 1", got)
 	}
 }

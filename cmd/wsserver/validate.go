@@ -68,6 +68,8 @@ func (s *settings) validate() error {
 		{"abuse-window", s.abuseWindow, true},
 		{"abuse-ban", s.abuseBan, false},
 		{"session-lease-ttl", s.sessionLeaseTTL, true},
+		{"adaptive-procs-hold", s.procsHold, false},
+		{"adaptive-procs-wait", s.procsWait, false},
 	} {
 		switch {
 		case c.positive && c.v <= 0:
