@@ -17,12 +17,12 @@
 //
 // A burst that comes after a quiet spell finds the process on one
 // processor. Waiting for the next tick to notice would hold it there for
-// up to a tick, so while below Max, Adapt also looks every Policy.Check
-// (a few milliseconds) at how long runnable goroutines waited for a
-// processor (runtime/metrics /sched/latencies:seconds): one that waited
-// Policy.Wait or more means work is queueing, and all processors come
-// back at once. Bursts that recur keep them: every tick that needed more
-// than one processor fewer starts a hold of Policy.Hold ticks before the
+// up to a tick, so Adapt also looks every Policy.Check (a few
+// milliseconds) at how long runnable goroutines waited for a processor
+// (runtime/metrics /sched/latencies:seconds): one that waited Policy.Wait
+// or more means work is queueing, and all processors come back at once.
+// Bursts that recur keep them: such a wait, or a tick that needed more
+// than one processor fewer, starts a hold of Policy.Hold ticks before the
 // process may come down again.
 package procs
 
@@ -54,10 +54,10 @@ type Policy struct {
 	// towards LowerAfter: bursts that recur within Hold ticks find every
 	// processor. Zero: no hold.
 	Hold int
-	// Check is how often, while below Max, Adapt looks for queueing
-	// between ticks; Wait is the time a runnable goroutine must have
-	// waited for a processor since the last look to go to Max at once.
-	// Check zero: no look between ticks.
+	// Check is how often Adapt looks for queueing between ticks; Wait
+	// is the time a runnable goroutine must have waited for a processor
+	// since the last look to go to Max at once (or, at Max, to start the
+	// hold again). Check zero: no look between ticks.
 	Check time.Duration
 	Wait  time.Duration
 }
@@ -81,10 +81,10 @@ const DefaultTick = 100 * time.Millisecond
 // and costs a server whose load has ended 5 s more on them.
 const DefaultHold = 5 * time.Second
 
-// DefaultCheck is how often Adapt looks for queueing while below Max: a
-// burst after a quiet spell waits about this long for the other
-// processors, at the cost of 200 cheap reads of the scheduler's
-// statistics a second.
+// DefaultCheck is how often Adapt looks for queueing: a burst after a
+// quiet spell waits about this long for the other processors, at the
+// cost of 200 reads of the scheduler's latency histogram a second (a
+// copy of its counts, no stop of the world).
 const DefaultCheck = 5 * time.Millisecond
 
 // DefaultWait is the wait for a processor that makes Adapt go to Max
@@ -127,10 +127,13 @@ func (p Policy) Next(cur int, busy float64, low int) (next, lowNow int) {
 
 // Queued returns the processors to run on after a look between ticks
 // that found waited goroutines (sampled by the runtime) that had waited
-// Wait or more for a processor, and the low count from then on.
+// Wait or more for a processor, and the low count from then on. Below
+// Max a wait goes to Max; at Max it starts the hold again, so that
+// bursts too short to fill a tick still keep every processor while they
+// recur.
 func (p Policy) Queued(cur int, waited uint64, low int) (next, lowNow int) {
 	cur = min(max(cur, 1), p.Max)
-	if waited > 0 && cur < p.Max {
+	if waited > 0 {
 		return p.Max, -p.Hold
 	}
 	return cur, low
@@ -142,7 +145,7 @@ var (
 )
 
 // Adapt sets GOMAXPROCS every tick as policy says, and between ticks
-// every policy.Check while below Max, starting from one processor (a
+// every policy.Check, starting from one processor (a
 // server starts idle, and a load that needs more gets them at once),
 // until stop is called, which puts back the GOMAXPROCS found at the
 // start. changed, if not nil, is called with each new value and its
@@ -198,15 +201,9 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			case <-done:
 				return
 			case <-check:
-				// At Max there is nothing to look for; the counter is
-				// read anyway so that a look after coming down sees only
-				// the waits since.
-				n := waits.since()
-				if cur < policy.Max {
-					var next int
-					next, low = policy.Queued(cur, n, low)
-					set(next, ReasonQueue)
-				}
+				var next int
+				next, low = policy.Queued(cur, waits.since(), low)
+				set(next, ReasonQueue)
 			case now := <-t.C:
 				cpu := procstat.SelfCPU()
 				busy := float64(cpu-last) / float64(now.Sub(lastAt))

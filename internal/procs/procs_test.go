@@ -55,7 +55,8 @@ func TestQueued(t *testing.T) {
 		{"a wait on one processor goes to max, held", 1, 1, 5, 4, -30},
 		{"a wait below max goes to max", 3, 7, 0, 4, -30},
 		{"no wait changes nothing", 1, 0, 5, 1, 5},
-		{"a wait at max changes nothing", 4, 3, 5, 4, 5},
+		{"a wait at max starts the hold again", 4, 3, 5, 4, -30},
+		{"no wait at max changes nothing", 4, 0, -3, 4, -3},
 	} {
 		next, low := p.Queued(tc.cur, tc.waited, tc.low)
 		if next != tc.next || low != tc.lowNext {
@@ -247,5 +248,24 @@ func TestAdaptRaisesOnQueueing(t *testing.T) {
 	defer rmu.Unlock()
 	if len(reasons) != 2 || reasons[0] != ReasonLower || reasons[1] != ReasonQueue {
 		t.Errorf("reasons %q, want lower (the start), queue", reasons)
+	}
+}
+
+// Bursts every 2 s too short to fill a tick (0.35 cores over it): the
+// waits they cause, seen between ticks, start the hold again, so they too
+// keep every processor.
+func TestQueuedShortBurstsKeepEveryProcessor(t *testing.T) {
+	p := Default(2)
+	var steps []step
+	for range 10 {
+		steps = append(steps, step{busy: -1, waited: 3}, step{busy: 0.35})
+		for range 19 {
+			steps = append(steps, step{busy: -1}, step{busy: 0.01})
+		}
+	}
+	for i, n := range replay(p, steps) {
+		if n != 2 {
+			t.Fatalf("step %d: %d processors, want 2", i, n)
+		}
 	}
 }
