@@ -16,8 +16,8 @@ import (
 // relayInjectAttack publishes straight into Redis, as anything with write
 // access to the server's Redis can: on the honest room's relay channel,
 // large payloads (-inject-size, 5 MB as first seen) and small forged
-// messages in the relay's format, unsigned and signed with a key no
-// instance has. A server without bounds delivers the large ones whole and
+// messages in the relay's format, unsigned, signed with a key no instance
+// has, and in the format of servers before the envelope. A server without bounds delivers the large ones whole and
 // the small ones as if another instance had relayed them; one with
 // -relay-max-payload drops the large ones unread, and one with -relay-key
 // drops the forged ones. The honest subscribers count what reaches them
@@ -65,6 +65,19 @@ func forgedRelayPayload(s *relay.Signer, dest string, body []byte) []byte {
 	return s.Seal([]byte{2}, p, time.Now())
 }
 
+// forgedRelayPayloadV1 is the same in the wire format of servers before
+// the envelope (version 1: no envelope, and a message-id the publisher
+// chose), so that the attack shows what older servers deliver.
+func forgedRelayPayloadV1(dest string, body []byte) []byte {
+	p := []byte{1}
+	for _, f := range []string{"abuse-relay", "chosen-by-the-injector", dest} {
+		p = binary.AppendUvarint(p, uint64(len(f)))
+		p = append(p, f...)
+	}
+	p = append(p, 0) // no headers
+	return append(p, body...)
+}
+
 func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attackerReport {
 	cfg := a.env.cfg
 	var rep attackerReport
@@ -78,7 +91,9 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 		rep.Notes = append(rep.Notes, err.Error())
 		return rep
 	}
-	big := forgedRelayPayload(nil, a.env.room, make([]byte, cfg.injectSize))
+	filler := make([]byte, cfg.injectSize)
+	bigs := [][]byte{forgedRelayPayload(nil, a.env.room, filler), forgedRelayPayloadV1(a.env.room, filler)}
+	forged := []byte("forged through Redis")
 	var bigSent, smallSent, delivered int64
 	interval := time.Duration(float64(time.Second) / cfg.injectRate)
 	next := start
@@ -87,16 +102,20 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 			break
 		}
 		next = next.Add(interval)
-		// Every tenth payload is a large one; the others alternate
-		// unsigned and signed with a foreign key.
+		// Every tenth payload is a large one, in either wire version;
+		// the others rotate: unsigned, signed with a foreign key, and in
+		// the older version.
 		var p []byte
+		large := i%10 == 0
 		switch {
-		case i%10 == 0:
-			p = big
-		case i%2 == 0:
-			p = forgedRelayPayload(nil, a.env.room, []byte("forged through Redis"))
+		case large:
+			p = bigs[(i/10)%2]
+		case i%3 == 0:
+			p = forgedRelayPayload(nil, a.env.room, forged)
+		case i%3 == 1:
+			p = forgedRelayPayload(foreignKey, a.env.room, forged)
 		default:
-			p = forgedRelayPayload(foreignKey, a.env.room, []byte("forged through Redis"))
+			p = forgedRelayPayloadV1(a.env.room, forged)
 		}
 		n, err := a.rdb.Publish(ctx, channel, p).Result()
 		if err != nil {
@@ -106,7 +125,7 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 			continue
 		}
 		delivered += n
-		if len(p) == len(big) {
+		if large {
 			bigSent++
 		} else {
 			smallSent++
@@ -126,8 +145,8 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 			dropped = "server dropped " + strings.Join(parts, ", ")
 		}
 	}
-	rep.Summary = fmt.Sprintf("PUBLISHed %d payloads of %d bytes and %d forged messages (half unsigned, half under a foreign key) on %s (%d receptions by server subscriptions); %s",
-		bigSent, len(big), smallSent, channel, delivered, dropped)
+	rep.Summary = fmt.Sprintf("PUBLISHed %d payloads of %d bytes and %d forged messages (a third each unsigned, under a foreign key, in the older wire format) on %s (%d receptions by server subscriptions); %s",
+		bigSent, cfg.injectSize, smallSent, channel, delivered, dropped)
 	return rep
 }
 
