@@ -17,13 +17,14 @@
 //
 // A burst that comes after a quiet spell finds the process on one
 // processor. Waiting for the next tick to notice would hold it there for
-// up to a tick, so Adapt also looks every Policy.Check (a few
-// milliseconds) at how long runnable goroutines waited for a processor
-// (runtime/metrics /sched/latencies:seconds): one that waited Policy.Wait
-// or more means work is queueing, and all processors come back at once.
-// Bursts that recur keep them: such a wait, or a tick that needed more
-// than one processor fewer, starts a hold of Policy.Hold ticks before the
-// process may come down again.
+// up to a tick, so while below Max Adapt also looks every Policy.Check (a
+// few milliseconds) at how long runnable goroutines waited for a
+// processor (runtime/metrics /sched/latencies:seconds): one that waited
+// Policy.Wait or more means work is queueing, and all processors come
+// back at once. Bursts that recur keep them: such a wait (at Max, read
+// once a tick), or a tick that needed more than one processor fewer,
+// starts a hold of Policy.Hold ticks before the process may come down
+// again.
 package procs
 
 import (
@@ -54,10 +55,11 @@ type Policy struct {
 	// towards LowerAfter: bursts that recur within Hold ticks find every
 	// processor. Zero: no hold.
 	Hold int
-	// Check is how often Adapt looks for queueing between ticks; Wait
-	// is the time a runnable goroutine must have waited for a processor
-	// since the last look to go to Max at once (or, at Max, to start the
-	// hold again). Check zero: no look between ticks.
+	// Check is how often Adapt looks for queueing between ticks while
+	// below Max; Wait is the time a runnable goroutine must have waited
+	// for a processor since the last look to go to Max at once (or, at
+	// Max, where the look is once a tick, to start the hold again). Check
+	// zero: no look, between ticks or at them.
 	Check time.Duration
 	Wait  time.Duration
 }
@@ -81,10 +83,10 @@ const DefaultTick = 100 * time.Millisecond
 // and costs a server whose load has ended 5 s more on them.
 const DefaultHold = 5 * time.Second
 
-// DefaultCheck is how often Adapt looks for queueing: a burst after a
-// quiet spell waits about this long for the other processors, at the
-// cost of 200 reads of the scheduler's latency histogram a second (a
-// copy of its counts, no stop of the world).
+// DefaultCheck is how often Adapt looks for queueing below Max: a burst
+// after a quiet spell waits about this long for the other processors.
+// The look itself is a 0.3 µs read of the scheduler's latency histogram;
+// what it costs is waking an idle process 200 times a second.
 const DefaultCheck = 5 * time.Millisecond
 
 // DefaultWait is the wait for a processor that makes Adapt go to Max
@@ -145,7 +147,7 @@ var (
 )
 
 // Adapt sets GOMAXPROCS every tick as policy says, and between ticks
-// every policy.Check, starting from one processor (a
+// every policy.Check while below Max, starting from one processor (a
 // server starts idle, and a load that needs more gets them at once),
 // until stop is called, which puts back the GOMAXPROCS found at the
 // start. changed, if not nil, is called with each new value and its
@@ -169,17 +171,22 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 		defer close(finished)
 		t := time.NewTicker(tick)
 		defer t.Stop()
-		var check <-chan time.Time
-		if policy.Check > 0 {
-			c := time.NewTicker(policy.Check)
-			defer c.Stop()
-			check = c.C
-		}
+		// The look between ticks runs only below Max, where a burst
+		// would wait: each look wakes the process, which costs more than
+		// the look itself. At Max the waits are read once a tick, for
+		// the hold.
+		checking := policy.Check > 0
+		c := time.NewTicker(time.Hour)
+		c.Stop()
+		defer c.Stop()
 		waits := newWaitCounter(policy.Wait)
 		cur, low := 1, 0
 		runtime.GOMAXPROCS(cur)
 		if cur != start && changed != nil {
 			changed(cur, ReasonLower)
+		}
+		if checking {
+			c.Reset(policy.Check)
 		}
 		set := func(next int, raise string) {
 			if next == cur {
@@ -190,6 +197,13 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 				reason = ReasonLower
 			}
 			runtime.GOMAXPROCS(next)
+			switch {
+			case !checking:
+			case next == policy.Max:
+				c.Stop()
+			case cur == policy.Max:
+				c.Reset(policy.Check)
+			}
 			cur = next
 			if changed != nil {
 				changed(next, reason)
@@ -200,7 +214,7 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			select {
 			case <-done:
 				return
-			case <-check:
+			case <-c.C:
 				var next int
 				next, low = policy.Queued(cur, waits.since(), low)
 				set(next, ReasonQueue)
@@ -208,6 +222,9 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 				cpu := procstat.SelfCPU()
 				busy := float64(cpu-last) / float64(now.Sub(lastAt))
 				last, lastAt = cpu, now
+				if checking && cur == policy.Max {
+					_, low = policy.Queued(cur, waits.since(), low)
+				}
 				var next int
 				next, low = policy.Next(cur, busy, low)
 				set(next, ReasonLoad)
