@@ -57,16 +57,16 @@ type Policy struct {
 	Hold int
 	// Check is how often Adapt looks for queueing between ticks while
 	// below Max; Wait is the time a runnable goroutine must have waited
-	// for a processor since the last look to go to Max at once (or, at
-	// Max, where the look is once a tick, to start the hold again). Check
-	// zero: no look, between ticks or at them.
+	// for a processor since the last look, while the process used more
+	// than Raise of its processors, to go to Max at once. Check zero: no
+	// look between ticks.
 	Check time.Duration
 	Wait  time.Duration
 }
 
 // Default is the policy for up to most processors: up past 85 % of what
-// runs, or as soon as a goroutine waited a millisecond to run (looked at
-// every 5 ms while below most); down when a second's load (10 ticks of
+// runs, over a tick or over 5 ms in which a goroutine waited a
+// millisecond to run (looked at while below most); down when a second's load (10 ticks of
 // DefaultTick) would fill less than 80 % of one processor fewer and
 // nothing needed more for DefaultHold before it.
 func Default(most int) Policy {
@@ -129,13 +129,15 @@ func (p Policy) Next(cur int, busy float64, low int) (next, lowNow int) {
 
 // Queued returns the processors to run on after a look between ticks
 // that found waited goroutines (sampled by the runtime) that had waited
-// Wait or more for a processor, and the low count from then on. Below
-// Max a wait goes to Max; at Max it starts the hold again, so that
-// bursts too short to fill a tick still keep every processor while they
-// recur.
-func (p Policy) Queued(cur int, waited uint64, low int) (next, lowNow int) {
+// Wait or more for a processor while the process used busy cores on cur
+// processors since the previous look, and the low count from then on.
+// Below Max, waits on processors used past Raise go to Max: work is
+// queueing because the processors are full. Waits on processors with
+// room are the machine's (the process's threads were not running), and
+// more processors would not help.
+func (p Policy) Queued(cur int, waited uint64, busy float64, low int) (next, lowNow int) {
 	cur = min(max(cur, 1), p.Max)
-	if waited > 0 {
+	if waited > 0 && cur < p.Max && busy > p.Raise*float64(cur) {
 		return p.Max, -p.Hold
 	}
 	return cur, low
@@ -173,8 +175,7 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 		defer t.Stop()
 		// The look between ticks runs only below Max, where a burst
 		// would wait: each look wakes the process, which costs more than
-		// the look itself. At Max the waits are read once a tick, for
-		// the hold.
+		// the look itself.
 		checking := policy.Check > 0
 		c := time.NewTicker(time.Hour)
 		c.Stop()
@@ -188,6 +189,8 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 		if checking {
 			c.Reset(policy.Check)
 		}
+		last, lastAt := procstat.SelfCPU(), time.Now()
+		lookCPU, lookAt := last, lastAt
 		set := func(next int, raise string) {
 			if next == cur {
 				return
@@ -202,6 +205,10 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			case next == policy.Max:
 				c.Stop()
 			case cur == policy.Max:
+				// Waits and CPU from the time at Max are not this
+				// look's.
+				waits.since()
+				lookCPU, lookAt = procstat.SelfCPU(), time.Now()
 				c.Reset(policy.Check)
 			}
 			cur = next
@@ -209,22 +216,21 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 				changed(next, reason)
 			}
 		}
-		last, lastAt := procstat.SelfCPU(), time.Now()
 		for {
 			select {
 			case <-done:
 				return
-			case <-c.C:
+			case now := <-c.C:
+				cpu := procstat.SelfCPU()
+				busy := float64(cpu-lookCPU) / float64(now.Sub(lookAt))
+				lookCPU, lookAt = cpu, now
 				var next int
-				next, low = policy.Queued(cur, waits.since(), low)
+				next, low = policy.Queued(cur, waits.since(), busy, low)
 				set(next, ReasonQueue)
 			case now := <-t.C:
 				cpu := procstat.SelfCPU()
 				busy := float64(cpu-last) / float64(now.Sub(lastAt))
 				last, lastAt = cpu, now
-				if checking && cur == policy.Max {
-					_, low = policy.Queued(cur, waits.since(), low)
-				}
 				var next int
 				next, low = policy.Next(cur, busy, low)
 				set(next, ReasonLoad)
