@@ -60,6 +60,8 @@ type abuseConfig struct {
 	floodSessions   int
 	baselineP99     float64
 	jwtSecret       string
+	injectSize      int
+	injectRate      float64
 }
 
 // The attacks, in the order they run.
@@ -80,6 +82,7 @@ const (
 	attackSlowReaders     = "slow-readers"
 	attackUnlimitedFrames = "unlimited-frames"
 	attackTokenChurn      = "token-churn"
+	attackRelayInject     = "relay-inject"
 )
 
 var allAttacks = []string{
@@ -99,6 +102,7 @@ var allAttacks = []string{
 	attackSlowReaders,
 	attackUnlimitedFrames,
 	attackTokenChurn,
+	attackRelayInject,
 }
 
 // Abuse defaults, each with its reason.
@@ -153,6 +157,14 @@ const (
 	// maxAttackBody bounds the body and message sizes: wsserver's frame
 	// limit is 64 KiB; a larger server limit is still bounded.
 	maxAttackBody = 1 << 20
+	// relay-inject: 5 MB payloads as first seen, at ten PUBLISHes a
+	// second, one in ten of them large (5 MB/s into Redis, under the 8 MB/s
+	// a Pub/Sub client may fall behind by default before Redis drops it).
+	defaultInjectSize = 5 << 20
+	defaultInjectRate = 10
+	// maxInjectSize bounds -inject-size: Redis' own limit on a bulk
+	// string is 512 MB; 64 MB is plenty to show a bound.
+	maxInjectSize = 64 << 20
 )
 
 func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
@@ -189,7 +201,7 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.appSessions, "app-sessions", defaultAppSessions, "app-stream-fill: sessions sending app SENDs at the send limit at once (each ended one is replaced)")
 	fs.IntVar(&c.appBody, "app-size", defaultAppBody, "app-stream-fill: body size in bytes")
 	fs.Int64Var(&c.appTotalBytes, "app-stream-total-bytes", defaultAppTotalBytes, "the server's -app-stream-total-bytes, what app-stream-fill's Redis growth is judged against")
-	fs.StringVar(&c.redisURL, "redis-url", "", "app-stream-fill: the Redis holding the server's app stream, to read its used_memory (empty: not measured)")
+	fs.StringVar(&c.redisURL, "redis-url", "", "the server's Redis, redis://host:port/db: app-stream-fill reads its used_memory (empty: not measured); relay-inject publishes into it directly (the server started with -relay redis)")
 	// 5,000 connections from one address, as first observed.
 	fs.IntVar(&c.floodConns, "flood-connections", 5000, "upgrade-flood: keep-alive connections of the flooding address")
 	fs.IntVar(&c.slowReaders, "slow-readers", defaultSlowReaders, "slow-readers: sessions reading slowly, each on a topic of its own")
@@ -200,6 +212,8 @@ func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.floodSessions, "flood-sessions", defaultFloodSessions, "unlimited-frames: sessions flooding ACKs, EOLs, empty continuation fragments and dropped SENDs, one kind each in turn (0: none, for the honest baseline)")
 	fs.Float64Var(&c.baselineP99, "baseline-p99", 0, "unlimited-frames: the honest p99 in ms without flooders (a run with -flood-sessions 0); the target is 2× it (0: not judged)")
 	fs.StringVar(&c.jwtSecret, "jwt-secret", "", "token-churn: the server's -jwt-secret, to sign HS256 tokens of one principal")
+	fs.IntVar(&c.injectSize, "inject-size", defaultInjectSize, "relay-inject: bytes of the large payloads")
+	fs.Float64Var(&c.injectRate, "inject-rate", defaultInjectRate, "relay-inject: PUBLISHes per second, one in ten large")
 	return fs
 }
 
@@ -296,6 +310,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-slow-read-rate %d: must be positive", c.slowReadRate)
 	case c.slowReadBuffer <= 0:
 		return fmt.Errorf("-slow-read-buffer %d: must be positive", c.slowReadBuffer)
+	case c.injectSize < 1 || c.injectSize > maxInjectSize:
+		return fmt.Errorf("-inject-size %d: must be in [1, %d]", c.injectSize, maxInjectSize)
+	case c.injectRate <= 0 || c.injectRate > maxRate:
+		return fmt.Errorf("-inject-rate %v: must be in (0, %d]", c.injectRate, maxRate)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -361,6 +379,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &unlimitedFramesAttack{env: env}
 	case attackTokenChurn:
 		return &tokenChurnAttack{env: env}
+	case attackRelayInject:
+		return &relayInjectAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

@@ -198,6 +198,32 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgeUpgradeFlood(add)
 	r.judgeSlowReaders(cfg)
 	r.judgeCPU(cfg, add)
+	r.judgeRelayInject(add)
+}
+
+// judgeRelayInject: nothing published straight into Redis reaches an
+// honest subscriber, and the large payloads are dropped by the server.
+func (r *abuseReport) judgeRelayInject(add func(target, status, detail string)) {
+	target := "relay-inject: nothing published straight into Redis reaches a subscriber"
+	a := r.find(attackRelayInject)
+	if a == nil {
+		add(target, "n/a", "not run (needs -redis-url)")
+		return
+	}
+	f := a.Attacker.Figures
+	detail := fmt.Sprintf("%d foreign messages reached %d honest subscribers; %.0f large and %.0f forged payloads injected",
+		a.Honest.Foreign, a.Honest.Subscribers, f[figInjectedLarge], f[figInjectedForged])
+	if d, ok := f["dropped_too_large"]; ok {
+		detail += fmt.Sprintf("; server dropped %.0f too_large, %.0f unsigned, %.0f bad_signature", d, f["dropped_unsigned"], f["dropped_bad_signature"])
+	}
+	switch {
+	case a.Honest.Foreign > 0:
+		add(target, "fail", detail+": set -relay-key on every instance")
+	case a.Honest.Disconnected > 0:
+		add(target, "fail", detail+": "+strings.Join(a.Honest.Disconnects, "; "))
+	default:
+		add(target, "pass", detail)
+	}
 }
 
 func (r *abuseReport) writeText(w io.Writer) {

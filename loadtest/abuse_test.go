@@ -55,7 +55,7 @@ func startWsserver(t *testing.T, args ...string) (string, int) {
 func shortAbuse(url string, pid int) abuseConfig {
 	c := abuseConfig{
 		common:         testCommon(url, 1500*time.Millisecond),
-		attacks:        strings.Join(allAttacks, ","),
+		attacks:        strings.Join(serverAttacks(), ","),
 		sampleInterval: 50 * time.Millisecond,
 		honestSubs:     2, honestPubs: 2, honestRate: 5, honestRead: defaultHonestRead, honestBytes: 100,
 		sendLimit:       defaultSendLimit,
@@ -74,6 +74,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		slowReadRate: defaultSlowReadRate, slowReadBuffer: defaultSlowReadBuffer,
 		floodSessions: defaultFloodSessions,
 		jwtSecret:     testJWTSecret,
+		injectSize:    1 << 20, injectRate: 20,
 	}
 	c.pid = pid
 	return c
@@ -100,7 +101,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	for _, a := range ar.Attacks {
 		names = append(names, a.Name)
 	}
-	if got, want := strings.Join(names, ","), strings.Join(allAttacks, ","); got != want {
+	if got, want := strings.Join(names, ","), strings.Join(serverAttacks(), ","); got != want {
 		t.Fatalf("attacks run %s, want %s", got, want)
 	}
 	var none abuseReport
@@ -198,7 +199,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back report
-	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(allAttacks) {
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(serverAttacks()) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.Abuse)
 	}
 }
@@ -252,22 +253,25 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
 			flood(1.1), churn(true, "too many token checks"),
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}},
 		}, map[string]string{"app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
-			"unlimited-frames": "pass", "token-churn": "pass"}},
+			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
 			flood(1.3), churn(false, "too many token checks"),
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}},
 		}, map[string]string{"app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
-			"unlimited-frames": "fail", "token-churn": "fail"}},
+			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
 			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"}, {Name: attackAppFill, Error: "refused"},
 			{Name: attackSlowReaders, Error: "refused"}, {Name: attackTokenChurn, Error: "token-churn needs -jwt-secret"},
+			{Name: attackRelayInject, Error: "needs -redis-url"},
 		}, nil},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},

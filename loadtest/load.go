@@ -36,6 +36,20 @@ func due(rate float64, elapsed time.Duration, sent int64) int64 {
 	return max(int64(rate*elapsed.Seconds())-sent, 0)
 }
 
+// bursts is a publisher's on-off pattern: it sends during the first on
+// of every every, and is silent the rest. The zero value is always on.
+type bursts struct {
+	every, on time.Duration
+}
+
+// active is how long the pattern was on during the first elapsed.
+func (b bursts) active(elapsed time.Duration) time.Duration {
+	if b.every <= 0 {
+		return elapsed
+	}
+	return elapsed/b.every*b.on + min(elapsed%b.every, b.on)
+}
+
 // clock is the run's time base: stamps are nanoseconds since base,
 // monotonic.
 type clock struct{ base time.Time }
@@ -52,7 +66,9 @@ type publisher struct {
 	// perMessage bounds the frames of one WebSocket message (0: as many
 	// as fit in maxBatchBytes).
 	perMessage int64
-	sent       int64 // owned by the run goroutine; read after it ends
+	// bursts, set before a paced run, makes it send only in bursts.
+	bursts bursts
+	sent   int64 // owned by the run goroutine; read after it ends
 }
 
 func newPublisher(conn *stompConn, cls *class, idx uint32, dest string, size int) *publisher {
@@ -118,7 +134,7 @@ func (p *publisher) runPaced(ctx context.Context, ck clock, start, end time.Time
 		if now.After(end) {
 			now = end
 		}
-		for n := due(rate, now.Sub(start), p.sent); n > 0; n -= min(n, maxN) {
+		for n := due(rate, p.bursts.active(now.Sub(start)), p.sent); n > 0; n -= min(n, maxN) {
 			if err := p.sendBatch(ck, min(n, maxN)); err != nil {
 				p.cls.errors.Add(1)
 				return

@@ -19,6 +19,8 @@ type throughputConfig struct {
 	rate        float64
 	window      int
 	perMessage  int
+	burstEvery  time.Duration
+	burstFor    time.Duration
 }
 
 // Throughput defaults and bounds.
@@ -42,6 +44,8 @@ func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.Float64Var(&c.rate, "rate", 0, "SEND frames per second per publisher (0: as fast as the in-flight window allows)")
 	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait (all publishers together)")
 	fs.IntVar(&c.perMessage, "frames-per-message", 0, "SEND frames per WebSocket message at most (1: one frame per message, as a browser sends; 0: as many as fit in 32 KiB)")
+	fs.DurationVar(&c.burstEvery, "burst-every", 0, "with -rate: publishers send only in bursts that start this often, silent in between (0: steadily)")
+	fs.DurationVar(&c.burstFor, "burst-for", 200*time.Millisecond, "with -burst-every: how long each burst lasts, at -rate")
 	return fs
 }
 
@@ -59,6 +63,12 @@ func (c *throughputConfig) validate() error {
 		return fmt.Errorf("-window %d: must be positive", c.window)
 	case c.perMessage < 0:
 		return fmt.Errorf("-frames-per-message %d is negative", c.perMessage)
+	case c.burstEvery < 0:
+		return fmt.Errorf("-burst-every %v is negative", c.burstEvery)
+	case c.burstEvery > 0 && c.rate == 0:
+		return fmt.Errorf("-burst-every %v needs a -rate", c.burstEvery)
+	case c.burstEvery > 0 && (c.burstFor <= 0 || c.burstFor > c.burstEvery):
+		return fmt.Errorf("-burst-for %v: must be in (0, -burst-every %v]", c.burstFor, c.burstEvery)
 	}
 	return nil
 }
@@ -86,6 +96,9 @@ func (c *throughputConfig) title() string {
 	}
 	if c.perMessage > 0 {
 		shape += fmt.Sprintf(", %d SEND per WebSocket message", c.perMessage)
+	}
+	if c.burstEvery > 0 {
+		shape += fmt.Sprintf(", in bursts of %v every %v", c.burstFor, c.burstEvery)
 	}
 	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies%s, %v",
 		c.publishers, rate, c.subscribers, max(c.size, stampLen), shape, c.duration)
@@ -125,6 +138,9 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 			go func() {
 				defer wg.Done()
 				if cfg.rate > 0 {
+					if cfg.burstEvery > 0 {
+						p.bursts = bursts{every: cfg.burstEvery, on: cfg.burstFor}
+					}
 					p.runPaced(ctx, r.ck, start, end, cfg.rate)
 					return
 				}
@@ -141,7 +157,8 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 			"publishers": cfg.publishers, "subscribers": cfg.subscribers,
 			"size": max(cfg.size, stampLen), "rate": cfg.rate, "window": cfg.window,
 			"frames_per_message": cfg.perMessage,
-			"duration":           cfg.duration.String(),
+			"burst_every":        cfg.burstEvery.String(), "burst_for": cfg.burstFor.String(),
+			"duration": cfg.duration.String(),
 		},
 	}
 	rep.fromLoad(res)

@@ -378,3 +378,24 @@ func TestFlagValidation(t *testing.T) {
 		})
 	}
 }
+
+func TestBurstsActive(t *testing.T) {
+	b := bursts{every: 2 * time.Second, on: 200 * time.Millisecond}
+	for _, tc := range []struct {
+		elapsed, want time.Duration
+	}{
+		{0, 0},
+		{100 * time.Millisecond, 100 * time.Millisecond},
+		{200 * time.Millisecond, 200 * time.Millisecond},
+		{1999 * time.Millisecond, 200 * time.Millisecond},
+		{2050 * time.Millisecond, 250 * time.Millisecond},
+		{5 * time.Second, 600 * time.Millisecond},
+	} {
+		if got := b.active(tc.elapsed); got != tc.want {
+			t.Errorf("active(%v) = %v, want %v", tc.elapsed, got, tc.want)
+		}
+	}
+	if got := (bursts{}).active(3 * time.Second); got != 3*time.Second {
+		t.Errorf("zero bursts: active(3s) = %v, want 3s", got)
+	}
+}

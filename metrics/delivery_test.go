@@ -82,6 +82,8 @@ func TestBoundedCardinality(t *testing.T) {
 		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
 		1 + // build info
 		3 + 1 + // input pauses by budget (+ other), paused seconds
+		numRelayDropReasons + // relay disconnect requests dropped
+		numProcsReasons + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
 		len(appBoundLabels) // app backlog refusals
 	if got := seriesCount(t, reg); got != want {

@@ -199,8 +199,18 @@
 //     handed to the local broker (in).
 //   - stompgate_relay_dropped_total{reason}: messages that could not
 //     cross: queue_full (the relay's bounded queue), redis_error (PUBLISH
-//     failed, Redis unreachable), malformed (a payload that did not parse).
-//     Local delivery is never affected.
+//     failed, Redis unreachable), malformed (a payload that did not parse),
+//     too_large (over -relay-max-payload, sent or received), and with
+//     -relay-key unsigned, bad_signature (another key, or altered) and
+//     stale (timestamp beyond -relay-max-age: a replay). Local delivery
+//     is never affected.
+//   - stompgate_procs_changes_total{reason}: changes of the processors
+//     the server runs on with -adaptive-procs: load (a tick filled them),
+//     queue (goroutines waited for one between ticks), lower (one given
+//     up). go_sched_gomaxprocs_threads is the current count.
+//   - stompgate_relay_disconnect_dropped_total{reason}: disconnect
+//     requests between instances that were ignored, with the same
+//     reasons; above 0 with a key set, something else writes to Redis.
 //   - stompgate_relay_outage (gauge): 1 while the relay cannot reach
 //     Redis, else 0.
 //   - stompgate_relay_subscriptions (gauge): Redis channels the relay is

@@ -108,6 +108,7 @@ type Metrics struct {
 	httpTimeouts [numHTTPTimeouts]prometheus.Counter
 
 	prefixRefusals [numPrefixLimits]prometheus.Counter
+	procsChanges   [numProcsReasons]prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -136,6 +137,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildBackend(b)
 	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
+	m.buildProcs(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

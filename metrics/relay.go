@@ -50,15 +50,31 @@ const (
 	RelayDropRedisError
 	// RelayDropMalformed: a message received from Redis did not parse.
 	RelayDropMalformed
+	// RelayDropTooLarge: a payload was larger than the relay's limit
+	// (-relay-max-payload), sent or received.
+	RelayDropTooLarge
+	// RelayDropUnsigned: with -relay-key, a payload from Redis was not
+	// signed.
+	RelayDropUnsigned
+	// RelayDropBadSignature: with -relay-key, a payload from Redis was
+	// signed with another key, or altered.
+	RelayDropBadSignature
+	// RelayDropStale: with -relay-key, a payload from Redis was
+	// timestamped too far from this instance's clock (a replay).
+	RelayDropStale
 
 	numRelayDropReasons = iota
 )
 
 var relayDropReasonLabels = [numRelayDropReasons]string{
-	RelayDropOther:      labelOther,
-	RelayDropQueueFull:  "queue_full",
-	RelayDropRedisError: "redis_error",
-	RelayDropMalformed:  "malformed",
+	RelayDropOther:        labelOther,
+	RelayDropQueueFull:    "queue_full",
+	RelayDropRedisError:   "redis_error",
+	RelayDropMalformed:    "malformed",
+	RelayDropTooLarge:     "too_large",
+	RelayDropUnsigned:     "unsigned",
+	RelayDropBadSignature: "bad_signature",
+	RelayDropStale:        "stale",
 }
 
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
@@ -114,6 +130,7 @@ func (r RelayResubscribeReason) String() string {
 type relayMetrics struct {
 	messages          [numRelayDirections]prometheus.Counter
 	dropped           [numRelayDropReasons]prometheus.Counter
+	disconnectDropped [numRelayDropReasons]prometheus.Counter
 	resubscribes      [numRelayResubscribeReasons]prometheus.Counter
 	outage            prometheus.Gauge
 	subscriptions     prometheus.Gauge
@@ -128,6 +145,9 @@ func (m *Metrics) buildRelay(b *builder) {
 	dropped := b.counterVec("stompgate_relay_dropped_total",
 		"Messages that could not cross between instances, by reason.", "reason")
 	resolve(m.relay.dropped[:], relayDropReasonLabels[:], dropped.WithLabelValues)
+	disconnectDropped := b.counterVec("stompgate_relay_disconnect_dropped_total",
+		"Disconnect requests from Redis that were ignored, by reason (too_large, malformed, and with -relay-key unsigned, bad_signature, stale).", "reason")
+	resolve(m.relay.disconnectDropped[:], relayDropReasonLabels[:], disconnectDropped.WithLabelValues)
 	m.relay.outage = b.gauge("stompgate_relay_outage",
 		"1 while the cross-instance relay cannot reach Redis, else 0.")
 	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
@@ -173,6 +193,16 @@ func (m *Metrics) RelayDropped(r RelayDropReason, n int) {
 		return
 	}
 	m.relay.dropped[known(relayDropReasonLabels[:], r)].Add(float64(n))
+}
+
+// RelayDisconnectDropped counts n disconnect requests between instances
+// that were ignored (stompgate_relay_disconnect_dropped_total{reason}).
+// n <= 0 counts nothing.
+func (m *Metrics) RelayDisconnectDropped(r RelayDropReason, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.relay.disconnectDropped[known(relayDropReasonLabels[:], r)].Add(float64(n))
 }
 
 // SetRelayOutage sets stompgate_relay_outage to 1 while the relay cannot

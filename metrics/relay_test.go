@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 
+	"github.com/stompgate/stompgate/internal/procs"
 	"github.com/stompgate/stompgate/relay"
 )
 
@@ -17,6 +18,9 @@ func TestRelayCounters(t *testing.T) {
 	m.RelayDropped(RelayDropQueueFull, 2)
 	m.RelayDropped(RelayDropRedisError, 7)
 	m.RelayDropped(RelayDropReason(42), 1)
+	m.RelayDropped(RelayDropTooLarge, 1)
+	m.RelayDisconnectDropped(RelayDropBadSignature, 3)
+	m.RelayDisconnectDropped(RelayDropUnsigned, -1)
 	m.RelayResubscribes(RelayResubscribeMoved, 4)
 	m.RelayResubscribes(RelayResubscribeUnanswered, 1)
 	m.RelayResubscribes(RelayResubscribeConnection, 0)
@@ -33,6 +37,9 @@ func TestRelayCounters(t *testing.T) {
 		{"stompgate_relay_dropped_total", "reason", "redis_error", 7},
 		{"stompgate_relay_dropped_total", "reason", "malformed", 0},
 		{"stompgate_relay_dropped_total", "reason", "other", 1},
+		{"stompgate_relay_dropped_total", "reason", "too_large", 1},
+		{"stompgate_relay_disconnect_dropped_total", "reason", "bad_signature", 3},
+		{"stompgate_relay_disconnect_dropped_total", "reason", "unsigned", 0},
 		{"stompgate_relay_resubscribes_total", "reason", "moved", 4},
 		{"stompgate_relay_resubscribes_total", "reason", "connection", 0},
 		{"stompgate_relay_resubscribes_total", "reason", "unanswered", 1},
@@ -102,6 +109,7 @@ func TestRelayNilMetrics(t *testing.T) {
 	var m *Metrics
 	m.RelayMessages(RelayOut, 1)
 	m.RelayDropped(RelayDropQueueFull, 1)
+	m.RelayDisconnectDropped(RelayDropStale, 1)
 	m.SetRelayOutage(true)
 	m.SetRelaySubscriptions(1)
 }
@@ -115,7 +123,8 @@ func TestRelayLabelsAreTheRelays(t *testing.T) {
 			t.Errorf("RelayDirectionOf(%q).String() = %q", d, got)
 		}
 	}
-	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed} {
+	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed,
+		relay.DropTooLarge, relay.DropUnsigned, relay.DropBadSignature, relay.DropStale} {
 		if got := RelayDropReasonOf(r).String(); got != r {
 			t.Errorf("RelayDropReasonOf(%q).String() = %q", r, got)
 		}
@@ -127,5 +136,30 @@ func TestRelayLabelsAreTheRelays(t *testing.T) {
 	}
 	if RelayDirectionOf("sideways") != RelayOther || RelayDropReasonOf("?") != RelayDropOther || RelayResubscribeReasonOf("?") != RelayResubscribeOther {
 		t.Errorf("an unknown label is not other")
+	}
+}
+
+// TestProcsLabelsAreProcs checks that each processor-change label is
+// internal/procs' own name for it.
+func TestProcsLabelsAreProcs(t *testing.T) {
+	t.Parallel()
+	for _, r := range []string{procs.ReasonLoad, procs.ReasonQueue, procs.ReasonLower} {
+		if got := ProcsReasonOf(r).String(); got != r {
+			t.Errorf("ProcsReasonOf(%q).String() = %q", r, got)
+		}
+	}
+	if ProcsReasonOf("?") != ProcsOther {
+		t.Errorf("an unknown reason is not other")
+	}
+	m, reg := newTestMetrics(t, Config{})
+	m.ProcsChanged(ProcsQueue)
+	m.ProcsChanged(ProcsReason(99))
+	var nilM *Metrics
+	nilM.ProcsChanged(ProcsLoad)
+	if got := sample(t, reg, "stompgate_procs_changes_total", "reason", "queue"); got != 1 {
+		t.Errorf("procs_changes_total{queue} = %v, want 1", got)
+	}
+	if got := sample(t, reg, "stompgate_procs_changes_total", "reason", "other"); got != 1 {
+		t.Errorf("procs_changes_total{other} = %v, want 1", got)
 	}
 }

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/binary"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/broker"
@@ -11,8 +12,9 @@ import (
 // wireVersion is the first byte of every payload. A receiver drops (and
 // counts as malformed) payloads of a version it does not know, so a rolling
 // upgrade that changes the format loses messages between old and new
-// instances instead of misreading them.
-const wireVersion = 1
+// instances instead of misreading them. Version 2 added the envelope
+// (Signer) and left the message-id to the receiving instance.
+const wireVersion = 2
 
 // maxWireHeaders bounds the header count a payload may claim, so that a
 // corrupt count cannot make the decoder allocate a huge slice. It is far
@@ -20,11 +22,12 @@ const wireVersion = 1
 const maxWireHeaders = 1024
 
 // appendMessage appends the wire encoding of m, published by the instance
-// inst, to dst. The format is documented in doc.go.
-func appendMessage(dst []byte, inst string, m *broker.Message) []byte {
+// inst at now and sealed by s (nil: unsigned), to dst. The format is
+// documented in doc.go.
+func appendMessage(dst []byte, s *Signer, now time.Time, inst string, m *broker.Message) []byte {
 	dst = append(dst, wireVersion)
+	dst, start := s.begin(dst, now)
 	dst = appendString(dst, inst)
-	dst = appendString(dst, m.ID)
 	dst = appendString(dst, m.Destination)
 	hs := m.Headers()
 	dst = binary.AppendUvarint(dst, uint64(len(hs)))
@@ -32,7 +35,8 @@ func appendMessage(dst []byte, inst string, m *broker.Message) []byte {
 		dst = appendString(dst, h.Name)
 		dst = appendString(dst, h.Value)
 	}
-	return append(dst, m.Body()...)
+	dst = append(dst, m.Body()...)
+	return s.finish(dst, start)
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -41,36 +45,43 @@ func appendString(dst []byte, s string) []byte {
 }
 
 // wireMessage is a decoded payload. Its strings share the payload's
-// memory; body is a copy.
+// memory; body is a copy. It carries no message-id: the receiving
+// instance assigns one, so that no one who can write to Redis chooses
+// the id a subscriber sees.
 type wireMessage struct {
 	instance string
-	id       string
 	dest     string
 	headers  []stompframe.Header
 	body     []byte
 }
 
-// decodeMessage decodes a payload. When the instance is skip, it stops
-// after the instance id and returns ok with only instance set: a relay
-// drops its own messages without decoding the rest.
-func decodeMessage(p, skip string) (wireMessage, error) {
+// decodeMessage decodes a payload received at now and checks its
+// envelope with s. When the instance is skip, it stops after the
+// instance id, before checking the mac, and returns with only instance
+// set: a relay drops its own messages without decoding the rest. A
+// payload refused returns its reason (a Drop value); "" means decoded.
+func decodeMessage(p, skip string, s *Signer, now time.Time) (wireMessage, string) {
 	var w wireMessage
 	if len(p) == 0 || p[0] != wireVersion {
-		return w, errMalformed
+		return w, DropMalformed
 	}
-	d := decoder{s: p[1:]}
+	env := p[1:]
+	if inst, ok := peekInstance(env); !ok {
+		return w, DropMalformed
+	} else if inst == skip {
+		w.instance = inst
+		return w, ""
+	}
+	body, reason := s.Open(env, now)
+	if reason != "" {
+		return w, reason
+	}
+	d := decoder{s: body}
 	w.instance = d.string()
-	if d.bad {
-		return w, errMalformed
-	}
-	if w.instance == skip {
-		return w, nil
-	}
-	w.id = d.string()
 	w.dest = d.string()
 	n := d.uvarint()
-	if d.bad || n > maxWireHeaders || !utf8.ValidString(w.id) || !utf8.ValidString(w.dest) {
-		return w, errMalformed
+	if d.bad || n > maxWireHeaders || !utf8.ValidString(w.dest) {
+		return w, DropMalformed
 	}
 	if n > 0 {
 		w.headers = make([]stompframe.Header, n)
@@ -82,15 +93,33 @@ func decodeMessage(p, skip string) (wireMessage, error) {
 			// accepted, which is UTF-8; a header that is not would reach
 			// clients in a text message, which browsers refuse whole.
 			if reservedHeader(h.Name) || !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
-				return w, errMalformed
+				return w, DropMalformed
 			}
 		}
 	}
 	if d.bad {
-		return w, errMalformed
+		return w, DropMalformed
 	}
 	w.body = []byte(d.s)
-	return w, nil
+	return w, ""
+}
+
+// peekInstance returns the instance id of an envelope without checking
+// its mac.
+func peekInstance(env string) (string, bool) {
+	if len(env) == 0 {
+		return "", false
+	}
+	d := decoder{s: env[1:]}
+	if env[0] == envSigned {
+		if len(d.s) < macLen {
+			return "", false
+		}
+		d.s = d.s[macLen:]
+	}
+	d.uvarint()
+	inst := d.string()
+	return inst, !d.bad
 }
 
 // decoder reads length-prefixed fields from s; after the first error bad

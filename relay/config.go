@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // Defaults, each with the reason for its value.
@@ -49,6 +51,23 @@ const (
 	DefaultShardGroups = 64
 	// maxShardGroups bounds ShardGroups: a Redis Cluster has 16384 slots.
 	maxShardGroups = 16384
+	// PayloadOverhead is what a payload may hold beyond the STOMP frame
+	// it carries: the envelope (about 50 bytes: version, flags, mac,
+	// timestamp, instance id) and length prefixes, which for up to 64
+	// headers of any length take a few hundred bytes more than the
+	// frame's own separators. 4 KiB leaves room to spare.
+	PayloadOverhead = 4 << 10
+	// DefaultMaxPayload is the largest payload sent or accepted: a frame
+	// at stompframe's default limit plus PayloadOverhead. A subscriber is
+	// never handed, through Redis, more than a client could send it
+	// directly.
+	DefaultMaxPayload = stompframe.DefaultMaxFrameSize + PayloadOverhead
+	// DefaultMaxAge is how far a signed payload's timestamp may be from
+	// the receiver's clock, either way: 30 s covers the clock skew of
+	// instances kept by NTP (well under a second) and a Redis that holds
+	// a backlog for a while, and bounds how long a captured message can
+	// be replayed.
+	DefaultMaxAge = 30 * time.Second
 )
 
 // Config configures a Relay. Client is required; every other zero field
@@ -96,6 +115,26 @@ type Config struct {
 	// channels are spread over. Default DefaultShardGroups; negative or
 	// above 16384 is an error.
 	ShardGroups int
+	// MaxPayload is the largest payload, in bytes, the relay publishes or
+	// accepts from Redis. A message whose encoding is larger is dropped
+	// before it is published, and a received payload that is larger is
+	// dropped before it is decoded; both counted as DropTooLarge.
+	// Default DefaultMaxPayload; negative is an error. Set it to the
+	// frame limit in force plus PayloadOverhead.
+	MaxPayload int
+	// Key, when set, signs every payload (HMAC-SHA256, see Signer) and
+	// makes the relay drop received payloads that are unsigned
+	// (DropUnsigned), signed with another key (DropBadSignature) or
+	// timestamped more than MaxAge from this instance's clock
+	// (DropStale). Every instance must have the same key; it must be at
+	// least MinKeyLen bytes. Empty (the default): payloads are unsigned
+	// and anything that can PUBLISH to Redis can deliver messages to
+	// every subscriber.
+	Key string
+	// MaxAge bounds, with a Key, how far a payload's timestamp may be
+	// from this instance's clock. Default DefaultMaxAge; negative is an
+	// error.
+	MaxAge time.Duration
 	// Observer is told about relayed and dropped messages. Nil: none.
 	Observer Observer
 	// Logger receives the state changes: Warn when Redis becomes
@@ -123,6 +162,19 @@ const (
 	DropRedisError = "redis_error"
 	// DropMalformed: a received payload was not in the wire format.
 	DropMalformed = "malformed"
+	// DropTooLarge: a payload, sent or received, was larger than
+	// Config.MaxPayload.
+	DropTooLarge = "too_large"
+	// DropUnsigned: with a Config.Key, a received payload was not
+	// signed.
+	DropUnsigned = "unsigned"
+	// DropBadSignature: with a Config.Key, a received payload's mac did
+	// not match: signed with another key, or altered.
+	DropBadSignature = "bad_signature"
+	// DropStale: with a Config.Key, a received payload's timestamp was
+	// more than Config.MaxAge from this instance's clock (a replay, or
+	// clocks apart).
+	DropStale = "stale"
 )
 
 // The reason label values of Observer.RelayResubscribes.
@@ -198,6 +250,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"QueueBytes", &c.QueueBytes, DefaultQueueBytes},
 		{"BatchSize", &c.BatchSize, DefaultBatchSize},
 		{"ShardGroups", &c.ShardGroups, DefaultShardGroups},
+		{"MaxPayload", &c.MaxPayload, DefaultMaxPayload},
 	} {
 		if *n.v < 0 {
 			return c, configErrorf("%s %d is negative", n.name, *n.v)
@@ -218,6 +271,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"PingInterval", &c.PingInterval, DefaultPingInterval},
 		{"PingTimeout", &c.PingTimeout, DefaultPingTimeout},
 		{"RetryInterval", &c.RetryInterval, DefaultRetryInterval},
+		{"MaxAge", &c.MaxAge, DefaultMaxAge},
 	} {
 		if *d.v < 0 {
 			return c, configErrorf("%s %v is negative", d.name, *d.v)

@@ -14,8 +14,10 @@
 // handed to the relay, which publishes it. Redis echoes a message to every
 // subscriber, the publishing instance included; each message carries its
 // instance's random id and the relay skips its own, so a local subscriber
-// gets a message exactly once. Message ids keep the publishing broker's
-// id, whose random per-process prefix keeps them unique across instances.
+// gets a message exactly once. A message from another instance gets its
+// message-id from the receiving instance's broker, so that whoever can
+// write to Redis does not choose the id a subscriber sees; subscribers on
+// two instances see two ids for one message.
 //
 // Delivery across instances is at most once, like the broker's: a message
 // published while Redis is unreachable, or before the receiving instance's
@@ -94,18 +96,38 @@
 //
 // A payload is
 //
-//	version    1 byte, 1
+//	version    1 byte, 2
+//	flags      1 byte: 0 unsigned, 1 signed
+//	mac        32 bytes, only when signed: HMAC-SHA256 with Config.Key
+//	           of everything after it
+//	timestamp  uvarint: the publisher's clock, Unix milliseconds
 //	instance   uvarint length, bytes: the publishing relay's id
-//	message-id uvarint length, bytes
 //	destination uvarint length, bytes
 //	headers    uvarint count, then per header: uvarint length, name,
 //	           uvarint length, value (the SEND's user headers)
 //	body       the rest of the payload
 //
-// with lengths as encoding/binary uvarints. A payload that does not parse,
-// carries a header the broker sets itself, or has a message-id,
-// destination, header name or value that is not UTF-8, is dropped and
-// counted.
+// with lengths as encoding/binary uvarints; flags, mac and timestamp are
+// the envelope of Signer, which disconnect requests between instances use
+// too. A payload that does not parse, carries a header the broker sets
+// itself, or has a destination, header name or value that is not UTF-8,
+// is dropped and counted (DropMalformed).
+//
+// # Trust
+//
+// Redis Pub/Sub has no notion of who published. Without Config.Key,
+// anything that can PUBLISH to the Redis the instances share (a client
+// with its password, a compromised neighbour service) can deliver a
+// message to every subscriber of a destination, with any headers. Two
+// bounds hold with or without a key: a payload larger than
+// Config.MaxPayload is dropped before it is decoded (DropTooLarge), so a
+// subscriber never gets, through Redis, more than a client could send it;
+// and the message-id is this instance's. With a Key, every payload is
+// signed, and a payload that is unsigned (DropUnsigned), signed with
+// another key or altered (DropBadSignature), or timestamped more than
+// Config.MaxAge from the receiver's clock (DropStale, which bounds replay
+// of a captured payload to MaxAge) is dropped and counted. The check costs
+// one HMAC over the payload; a relay skips its own messages before it.
 //
 // # Outages
 //

@@ -16,9 +16,6 @@ var ErrStarted = errors.New("relay: already started")
 // ErrClosed is returned by Start after Close.
 var ErrClosed = errors.New("relay: closed")
 
-// errMalformed reports a payload that is not in the wire format.
-var errMalformed = errors.New("relay: malformed payload")
-
 // configErrorf reports a bad setting; format starts with its name.
 func configErrorf(format string, args ...any) error {
 	return configerr.Errorf(ErrInvalidConfig, "relay: ", format, args...)

@@ -46,9 +46,17 @@ func startInstance(t *testing.T, name, addr string) *instance {
 
 func startInstanceClient(t *testing.T, name string, client redis.UniversalClient) *instance {
 	t.Helper()
+	return startInstanceConfig(t, name, client, Config{})
+}
+
+// startInstanceConfig starts an instance whose relay has cfg's MaxPayload,
+// Key and MaxAge.
+func startInstanceConfig(t *testing.T, name string, client redis.UniversalClient, cfg Config) *instance {
+	t.Helper()
 	obs := newCountingObserver()
 	logs := &logRecorder{}
-	r, err := New(Config{Client: client, Observer: obs, Logger: slog.New(logs), RetryInterval: 20 * time.Millisecond, PingInterval: time.Second})
+	r, err := New(Config{Client: client, Observer: obs, Logger: slog.New(logs), RetryInterval: 20 * time.Millisecond, PingInterval: time.Second,
+		MaxPayload: cfg.MaxPayload, Key: cfg.Key, MaxAge: cfg.MaxAge})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -104,15 +104,30 @@ func (p *batch) drainAndFlush() {
 func (p *batch) flush() {
 	r := p.relay
 	p.arena, p.ends = p.arena[:0], p.ends[:0]
+	now := time.Now()
+	tooLarge := 0
 	for _, m := range p.msgs {
-		p.arena = appendMessage(p.arena, r.instance, m)
+		start := len(p.arena)
+		p.arena = appendMessage(p.arena, r.signer, now, r.instance, m)
+		if len(p.arena)-start > r.cfg.MaxPayload {
+			// Every receiver would drop it unread: count it here, where
+			// it is known, instead of on every instance.
+			p.arena = p.arena[:start]
+			tooLarge++
+		}
 		p.ends = append(p.ends, len(p.arena))
+	}
+	if tooLarge > 0 {
+		r.cfg.Observer.RelayDropped(DropTooLarge, tooLarge)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.Timeout)
 	start := 0
 	for i, m := range p.msgs {
 		payload := p.arena[start:p.ends[i]:p.ends[i]]
 		start = p.ends[i]
+		if len(payload) == 0 {
+			continue // too large, dropped above
+		}
 		if r.sharded {
 			p.pipe.SPublish(ctx, p.channel(m.Destination), payload)
 		} else {
@@ -128,9 +143,9 @@ func (p *batch) flush() {
 		}
 	}
 	if len(cmds) == 0 && err != nil {
-		failed = len(p.msgs)
+		failed = len(p.msgs) - tooLarge
 	}
-	if ok := len(p.msgs) - failed; ok > 0 {
+	if ok := len(p.msgs) - tooLarge - failed; ok > 0 {
 		r.cfg.Observer.RelayMessages(DirectionOut, ok)
 	}
 	if failed > 0 {

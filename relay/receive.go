@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -121,11 +122,18 @@ func (r *Relay) receive(c *subConn) {
 var errUnanswered = errors.New("relay: Redis did not answer within PingTimeout")
 
 // deliver hands a payload from Redis to the local broker, unless this
-// relay published it.
+// relay published it. A payload larger than MaxPayload is dropped before
+// anything reads it; one that does not decode, or whose envelope the
+// Signer refuses, is dropped too; each counted by reason. The message
+// gets an id from the local broker.
 func (r *Relay) deliver(payload string) {
-	w, err := decodeMessage(payload, r.instance)
-	if err != nil {
-		r.cfg.Observer.RelayDropped(DropMalformed, 1)
+	if len(payload) > r.cfg.MaxPayload {
+		r.cfg.Observer.RelayDropped(DropTooLarge, 1)
+		return
+	}
+	w, reason := decodeMessage(payload, r.instance, r.signer, time.Now())
+	if reason != "" {
+		r.cfg.Observer.RelayDropped(reason, 1)
 		return
 	}
 	if w.instance == r.instance {
@@ -133,7 +141,7 @@ func (r *Relay) deliver(payload string) {
 	}
 	// r.broker was set by Start before the goroutine that started this
 	// receiver, so it is read without the lock.
-	n := r.broker.Publish(broker.NewMessageParts(w.id, w.dest, w.headers, w.body))
+	n := r.broker.Publish(broker.NewMessageParts(r.broker.NextID(), w.dest, w.headers, w.body))
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)
 }

@@ -29,8 +29,9 @@ import (
 // with the relay as its Hooks. A Relay is safe for concurrent use.
 type Relay struct {
 	cfg      Config
-	sharded  bool   // Redis Cluster: SPUBLISH and SSUBSCRIBE
-	instance string // random per Relay, tags every published message
+	sharded  bool    // Redis Cluster: SPUBLISH and SSUBSCRIBE
+	instance string  // random per Relay, tags every published message
+	signer   *Signer // nil without Config.Key
 	out      chan queued
 	// outBytes is what the messages in out hold (Config.QueueBytes).
 	outBytes atomic.Int64
@@ -71,9 +72,14 @@ func New(cfg Config) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
+	signer, err := NewSigner(c.Key, c.MaxAge)
+	if err != nil {
+		return nil, err
+	}
 	_, sharded := c.Client.(*redis.ClusterClient)
 	r := &Relay{
 		cfg:      c,
+		signer:   signer,
 		sharded:  sharded,
 		instance: randid.New(10),
 		out:      make(chan queued, c.QueueSize),

@@ -168,7 +168,11 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	}
 	a.observeOutbound()
 	if a.redis != nil {
-		a.fanout = startFanout(a.redis, a.stomp, logger)
+		signer, err := st.relaySigner()
+		if err != nil {
+			return nil, err
+		}
+		a.fanout = startFanout(a.redis, a.stomp, fanoutTrust{signer, st.relayPayloadLimit(), a.metrics}, logger)
 	}
 	capped, err := a.capHandshakes(zone, trusted, st.ipv6Prefix, logger, a.stomp)
 	if err != nil {
@@ -277,7 +281,8 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 	if a.redis == nil {
 		return nil, nil, errors.New("-relay redis needs -redis-url")
 	}
-	r, err := relay.New(relay.Config{Client: a.redis, Observer: obs, Logger: logger})
+	r, err := relay.New(relay.Config{Client: a.redis, Observer: obs, Logger: logger,
+		MaxPayload: st.relayPayloadLimit(), Key: st.relayKey, MaxAge: st.relayMaxAge})
 	if err != nil {
 		return nil, nil, fmt.Errorf("-relay: %w", err)
 	}

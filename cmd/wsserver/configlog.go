@@ -8,7 +8,7 @@ import (
 )
 
 // secretSettings are the settings whose values never reach a log.
-var secretSettings = map[string]bool{"jwt-secret": true, "api-key": true}
+var secretSettings = map[string]bool{"jwt-secret": true, "api-key": true, "relay-key": true}
 
 // urlSettings are URLs that may carry a password or a token in their
 // user info or query: logged without them.

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/internal/procs"
+	"github.com/stompgate/stompgate/metrics"
 )
 
 func main() {
@@ -67,16 +68,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
-	if st.adaptiveProcs {
-		defer procs.Adapt(procs.Default(runtime.GOMAXPROCS(0)), procs.DefaultTick, func(n int) {
-			logger.Debug("processors", "gomaxprocs", n)
-		})()
-	}
 	a, err := newApp(&st, logger)
 	if err != nil {
 		return err
 	}
 	defer a.close()
+	if st.adaptiveProcs {
+		defer procs.Adapt(st.procsPolicy(runtime.GOMAXPROCS(0)), procs.DefaultTick, func(n int, reason string) {
+			a.metrics.ProcsChanged(metrics.ProcsReasonOf(reason))
+			logger.Debug("processors", "gomaxprocs", n, "reason", reason)
+		})()
+	}
 
 	ln, err := net.Listen("tcp", st.addr)
 	if err != nil {

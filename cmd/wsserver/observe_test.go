@@ -54,7 +54,8 @@ func TestObserverRelayLabels(t *testing.T) {
 	for _, d := range []string{relay.DirectionOut, relay.DirectionIn} {
 		o.RelayMessages(d, 1)
 	}
-	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed} {
+	for _, r := range []string{relay.DropQueueFull, relay.DropRedisError, relay.DropMalformed,
+		relay.DropTooLarge, relay.DropUnsigned, relay.DropBadSignature, relay.DropStale} {
 		o.RelayDropped(r, 1)
 	}
 	for _, r := range []string{relay.ResubscribeMoved, relay.ResubscribeConnection, relay.ResubscribeUnanswered} {
@@ -83,7 +84,7 @@ func TestObserverRelayLabels(t *testing.T) {
 			seen++
 		}
 	}
-	if want := 2 + 3 + 3 + 3; seen != want { // the labels above, and "other" once per metric
+	if want := 2 + 7 + 3 + 3; seen != want { // the labels above, and "other" once per metric
 		t.Errorf("saw %d relay series, want %d", seen, want)
 	}
 }

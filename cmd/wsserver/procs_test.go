@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -52,4 +53,36 @@ func TestAdaptiveProcs(t *testing.T) {
 		t.Errorf("GOMAXPROCS with -adaptive-procs=false: %d, want %d untouched", n, start)
 	}
 	stop()
+}
+
+// The -adaptive-procs-* settings reach the policy; negative ones stop
+// start-up naming the setting.
+func TestAdaptiveProcsSettings(t *testing.T) {
+	for _, tt := range []struct {
+		args        []string
+		hold        int
+		check, wait time.Duration
+	}{
+		{nil, 50, 5 * time.Millisecond, time.Millisecond},
+		{[]string{"-adaptive-procs-hold", "0", "-adaptive-procs-wait", "0"}, 0, 0, 0},
+		{[]string{"-adaptive-procs-hold", "2s", "-adaptive-procs-wait", "3ms"}, 20, 5 * time.Millisecond, 3 * time.Millisecond},
+	} {
+		var st settings
+		if err := st.parse(tt.args, func(string) string { return "" }, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		p := st.procsPolicy(4)
+		if p.Max != 4 || p.Hold != tt.hold || p.Check != tt.check || p.Wait != tt.wait {
+			t.Errorf("%q: policy %+v, want hold %d, check %v, wait %v", tt.args, p, tt.hold, tt.check, tt.wait)
+		}
+	}
+	for _, name := range []string{"adaptive-procs-hold", "adaptive-procs-wait"} {
+		var st settings
+		if err := st.parse([]string{"-" + name, "-1s"}, func(string) string { return "" }, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.validate(); err == nil || !strings.Contains(err.Error(), "-"+name+" ("+envName(name)+") -1s: must not be negative") {
+			t.Errorf("-%s -1s: validate %v", name, err)
+		}
+	}
 }

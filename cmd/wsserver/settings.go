@@ -11,6 +11,7 @@ import (
 
 	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/handshake"
+	"github.com/stompgate/stompgate/internal/procs"
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
@@ -34,6 +35,8 @@ type settings struct {
 	pprof           bool
 	demo            bool
 	adaptiveProcs   bool
+	procsHold       time.Duration
+	procsWait       time.Duration
 
 	maxFrameSize     int
 	maxHeaders       int
@@ -97,6 +100,8 @@ type settings struct {
 
 	outboundSettings // across all sessions (outbound.go)
 	inboundSettings  // the per-session inbound budget (inbound.go)
+
+	relayTrustSettings // messages between instances (relaytrust.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -114,6 +119,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.StringVar(&s.logFormat, "log-format", "text", "log format: text or json")
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for sessions to flush and close")
 	fs.BoolVar(&s.adaptiveProcs, "adaptive-procs", true, "run Go's scheduler on one processor while the load fits in one with room to spare, and on all (GOMAXPROCS at start) as soon as it does not, checked every 100ms; false: always on all")
+	fs.DurationVar(&s.procsHold, "adaptive-procs-hold", procs.DefaultHold, "with -adaptive-procs: how long the server stays on all processors after the last moment that needed them, so that recurring bursts find them (0: no hold)")
+	fs.DurationVar(&s.procsWait, "adaptive-procs-wait", procs.DefaultWait, "with -adaptive-procs: while on fewer processors, a goroutine that waited this long to run while they were full brings all back at once, without waiting for the 100ms check (looked at every 5ms; 0: only the 100ms check)")
 
 	fs.IntVar(&s.maxFrameSize, "max-frame-size", stompframe.DefaultMaxFrameSize, "largest accepted STOMP frame (and WebSocket message) in bytes")
 	fs.IntVar(&s.maxHeaders, "max-headers", stompframe.DefaultMaxHeaders, "most header lines per frame")
@@ -167,6 +174,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.backendFlags(fs)
 	s.limiterFlags(fs)
 	s.inboundFlags(fs)
+	s.relayFlags(fs)
 
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")

@@ -69,6 +69,8 @@ func (s *settings) validate() error {
 		{"abuse-window", s.abuseWindow, true},
 		{"abuse-ban", s.abuseBan, false},
 		{"session-lease-ttl", s.sessionLeaseTTL, true},
+		{"adaptive-procs-hold", s.procsHold, false},
+		{"adaptive-procs-wait", s.procsWait, false},
 	} {
 		switch {
 		case c.positive && c.v <= 0:
@@ -99,6 +101,9 @@ func (s *settings) validate() error {
 		return err
 	}
 	if err := s.validateInbound(); err != nil {
+		return err
+	}
+	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}
 	if !validPath(s.wsPath) {

@@ -14,10 +14,22 @@
 //
 // The load is the process's CPU time (user and system) per tick, in cores.
 // Policy says when to go up and down.
+//
+// A burst that comes after a quiet spell finds the process on one
+// processor. Waiting for the next tick to notice would hold it there for
+// up to a tick, so while below Max Adapt also looks every Policy.Check (a
+// few milliseconds) at how long runnable goroutines waited for a
+// processor (runtime/metrics /sched/latencies:seconds): one that waited
+// Policy.Wait or more means work is queueing, and all processors come
+// back at once. Bursts that recur keep them: such a wait (at Max, read
+// once a tick), or a tick that needed more than one processor fewer,
+// starts a hold of Policy.Hold ticks before the process may come down
+// again.
 package procs
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -32,36 +44,82 @@ type Policy struct {
 	// limit.
 	Max int
 	// Raise: a tick that used more than Raise × the current processors
-	// (cores) goes to Max at once, so a burst waits about one tick.
+	// (cores) goes to Max at once.
 	Raise float64
 	// Lower: after LowerAfter ticks in a row that used less than Lower ×
 	// one processor fewer, the process gives one up.
 	Lower      float64
 	LowerAfter int
+	// Hold is how many ticks, after a raise or after a tick that did not
+	// fit in one processor fewer, pass before ticks start counting
+	// towards LowerAfter: bursts that recur within Hold ticks find every
+	// processor. Zero: no hold.
+	Hold int
+	// Check is how often Adapt looks for queueing between ticks while
+	// below Max; Wait is the time a runnable goroutine must have waited
+	// for a processor since the last look, while the process used more
+	// than Raise of its processors, to go to Max at once. Check zero: no
+	// look between ticks.
+	Check time.Duration
+	Wait  time.Duration
 }
 
 // Default is the policy for up to most processors: up past 85 % of what
-// runs, down when a second's load (10 ticks of DefaultTick) would fill
-// less than 80 % of one processor fewer.
+// runs, over a tick or over 5 ms in which a goroutine waited a
+// millisecond to run (looked at while below most); down when a second's load (10 ticks of
+// DefaultTick) would fill less than 80 % of one processor fewer and
+// nothing needed more for DefaultHold before it.
 func Default(most int) Policy {
-	return Policy{Max: most, Raise: 0.85, Lower: 0.8, LowerAfter: 10}
+	return Policy{Max: most, Raise: 0.85, Lower: 0.8, LowerAfter: 10,
+		Hold: int(DefaultHold / DefaultTick), Check: DefaultCheck, Wait: DefaultWait}
 }
 
-// DefaultTick is how often Adapt reads the load: a burst that needs more
-// processors waits about this long for them (longer when one processor is
-// so busy that Adapt's own goroutine waits its turn).
+// DefaultTick is how often Adapt reads the load.
 const DefaultTick = 100 * time.Millisecond
+
+// DefaultHold is how long the process stays on every processor after the
+// last tick that needed them: 5 s keeps bursts that come every few
+// seconds (a game's rounds, a chat's busy moments) on every processor,
+// and costs a server whose load has ended 5 s more on them.
+const DefaultHold = 5 * time.Second
+
+// DefaultCheck is how often Adapt looks for queueing below Max: a burst
+// after a quiet spell waits about this long for the other processors.
+// The look itself is a 0.3 µs read of the scheduler's latency histogram;
+// what it costs is waking an idle process 200 times a second.
+const DefaultCheck = 5 * time.Millisecond
+
+// DefaultWait is the wait for a processor that makes Adapt go to Max
+// between ticks: a frame's work takes microseconds, so a goroutine that
+// waited a millisecond stood behind a queue, not behind one frame.
+const DefaultWait = time.Millisecond
+
+// The reasons Adapt passes to changed.
+const (
+	// ReasonLoad: a tick's CPU time filled the processors in use.
+	ReasonLoad = "load"
+	// ReasonQueue: between ticks, goroutines waited Policy.Wait for a
+	// processor.
+	ReasonQueue = "queue"
+	// ReasonLower: processors given up, at the start (down to one) or
+	// after a quiet spell (one fewer).
+	ReasonLower = "lower"
+)
 
 // Next returns the processors to run on after a tick that used busy cores
 // on cur processors, low being the ticks in a row before it that were low
-// enough to lower; it also returns that count including this tick.
+// enough to lower (negative: the hold still to run); it also returns that
+// count including this tick.
 func (p Policy) Next(cur int, busy float64, low int) (next, lowNow int) {
 	cur = min(max(cur, 1), p.Max)
 	if busy > p.Raise*float64(cur) {
-		return p.Max, 0
+		return p.Max, -p.Hold
 	}
-	if cur == 1 || busy >= p.Lower*float64(cur-1) {
+	if cur == 1 {
 		return cur, 0
+	}
+	if busy >= p.Lower*float64(cur-1) {
+		return cur, -p.Hold
 	}
 	if low+1 >= p.LowerAfter {
 		return cur - 1, 0
@@ -69,18 +127,36 @@ func (p Policy) Next(cur int, busy float64, low int) (next, lowNow int) {
 	return cur, low + 1
 }
 
+// Queued returns the processors to run on after a look between ticks
+// that found waited goroutines (sampled by the runtime) that had waited
+// Wait or more for a processor while the process used busy cores on cur
+// processors since the previous look, and the low count from then on.
+// Below Max, waits on processors used past Raise go to Max: work is
+// queueing because the processors are full. Waits on processors with
+// room are the machine's (the process's threads were not running), and
+// more processors would not help.
+func (p Policy) Queued(cur int, waited uint64, busy float64, low int) (next, lowNow int) {
+	cur = min(max(cur, 1), p.Max)
+	if waited > 0 && cur < p.Max && busy > p.Raise*float64(cur) {
+		return p.Max, -p.Hold
+	}
+	return cur, low
+}
+
 var (
 	mu      sync.Mutex
 	running bool
 )
 
-// Adapt sets GOMAXPROCS every tick as policy says, starting from one
-// processor (a server starts idle, and a load that needs more gets them
-// after a tick), until stop is called, which puts back the GOMAXPROCS
-// found at the start. changed, if not nil, is called with each new value. A Max
-// of 1 or less does nothing. It is process-wide: while one runs, another
-// Adapt does nothing and its stop is a no-op.
-func Adapt(policy Policy, tick time.Duration, changed func(procs int)) (stop func()) {
+// Adapt sets GOMAXPROCS every tick as policy says, and between ticks
+// every policy.Check while below Max, starting from one processor (a
+// server starts idle, and a load that needs more gets them at once),
+// until stop is called, which puts back the GOMAXPROCS found at the
+// start. changed, if not nil, is called with each new value and its
+// reason (ReasonLoad, ReasonQueue, ReasonLower). A Max of 1 or less does
+// nothing. It is process-wide: while one runs, another Adapt does nothing
+// and its stop is a no-op.
+func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason string)) (stop func()) {
 	if policy.Max <= 1 {
 		return func() {}
 	}
@@ -97,29 +173,67 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int)) (stop fun
 		defer close(finished)
 		t := time.NewTicker(tick)
 		defer t.Stop()
+		// The look between ticks runs only below Max, where a burst
+		// would wait: each look wakes the process, which costs more than
+		// the look itself.
+		checking := policy.Check > 0
+		c := time.NewTicker(time.Hour)
+		c.Stop()
+		defer c.Stop()
+		waits := newWaitCounter(policy.Wait)
 		cur, low := 1, 0
 		runtime.GOMAXPROCS(cur)
 		if cur != start && changed != nil {
-			changed(cur)
+			changed(cur, ReasonLower)
+		}
+		if checking {
+			c.Reset(policy.Check)
 		}
 		last, lastAt := procstat.SelfCPU(), time.Now()
+		lookCPU, lookAt := last, lastAt
+		set := func(next int, raise string) {
+			if next == cur {
+				return
+			}
+			reason := raise
+			if next < cur {
+				reason = ReasonLower
+			}
+			runtime.GOMAXPROCS(next)
+			switch {
+			case !checking:
+			case next == policy.Max:
+				c.Stop()
+			case cur == policy.Max:
+				// Waits and CPU from the time at Max are not this
+				// look's.
+				waits.since()
+				lookCPU, lookAt = procstat.SelfCPU(), time.Now()
+				c.Reset(policy.Check)
+			}
+			cur = next
+			if changed != nil {
+				changed(next, reason)
+			}
+		}
 		for {
 			select {
 			case <-done:
 				return
+			case now := <-c.C:
+				cpu := procstat.SelfCPU()
+				busy := float64(cpu-lookCPU) / float64(now.Sub(lookAt))
+				lookCPU, lookAt = cpu, now
+				var next int
+				next, low = policy.Queued(cur, waits.since(), busy, low)
+				set(next, ReasonQueue)
 			case now := <-t.C:
 				cpu := procstat.SelfCPU()
 				busy := float64(cpu-last) / float64(now.Sub(lastAt))
 				last, lastAt = cpu, now
 				var next int
 				next, low = policy.Next(cur, busy, low)
-				if next != cur {
-					runtime.GOMAXPROCS(next)
-					cur = next
-					if changed != nil {
-						changed(next)
-					}
-				}
+				set(next, ReasonLoad)
 			}
 		}
 	}()
@@ -134,4 +248,39 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int)) (stop fun
 			mu.Unlock()
 		})
 	}
+}
+
+// waitCounter counts the goroutines that waited at least a given time for
+// a processor, from the runtime's histogram of scheduling latencies (which
+// samples one goroutine transition in several).
+type waitCounter struct {
+	wait   float64 // seconds
+	sample []metrics.Sample
+	prev   uint64
+}
+
+func newWaitCounter(wait time.Duration) *waitCounter {
+	w := &waitCounter{wait: wait.Seconds(), sample: []metrics.Sample{{Name: "/sched/latencies:seconds"}}}
+	w.since()
+	return w
+}
+
+// since returns the waits of at least w.wait recorded since the last
+// call.
+func (w *waitCounter) since() uint64 {
+	metrics.Read(w.sample)
+	if w.sample[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return 0
+	}
+	h := w.sample[0].Value.Float64Histogram()
+	var n uint64
+	// Buckets[i] is the lower bound of Counts[i].
+	for i, c := range h.Counts {
+		if h.Buckets[i] >= w.wait {
+			n += c
+		}
+	}
+	d := n - w.prev
+	w.prev = n
+	return d
 }
