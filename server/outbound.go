@@ -21,7 +21,7 @@ var _ broker.Subscriber = (*session)(nil)
 // slow consumer and Deliver returns false. When no writer runs, the
 // publisher's batch b is handed the start of one (see Flush).
 func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker.Batch) bool {
-	d, p, frames, bytes := s.box.deliver(outItem{msg: m, sub: sub}, m.Size(sub))
+	d, p, frames, bytes := s.box.deliver(sub, m, m.Size(sub))
 	switch d {
 	case refusedClosed:
 		return false
@@ -43,9 +43,16 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 }
 
 // startWriter starts the writer a push asked for: through b when it takes
-// it, else on a goroutine of its own.
+// it, else on a goroutine of its own. Most pushes find a writer running;
+// the check stays small enough to inline.
 func (s *session) startWriter(p pushed, b *broker.Batch) {
-	if p.start && !b.Defer(s) {
+	if p.start {
+		s.start(b)
+	}
+}
+
+func (s *session) start(b *broker.Batch) {
+	if !b.Defer(s) {
 		go s.writeLoop()
 	}
 }

@@ -87,21 +87,29 @@ const (
 	refusedSlow
 )
 
-// deliver queues it, a MESSAGE of size bytes, unless the outbox is closed
+// deliver queues m for sub, a MESSAGE of size bytes, unless the outbox is closed
 // or the frame would take it over its bounds; then it closes the outbox
 // as a slow consumer. frames and bytes are what it held when it refused
-// a frame as too many.
-func (o *outbox) deliver(it outItem, size int) (d delivered, p pushed, frames, bytes int) {
+// a frame as too many. It is on every delivery's path: what it does
+// when it queues stays small enough to inline into Deliver.
+func (o *outbox) deliver(sub *broker.Subscription, m *broker.Message, size int) (d delivered, p pushed, frames, bytes int) {
 	o.mu.Lock()
+	if o.closed || o.fullLocked(size) {
+		return o.refuseLocked()
+	}
+	p = o.pushLocked(outItem{msg: m, sub: sub}, size)
+	o.mu.Unlock()
+	return queued, p, 0, 0
+}
+
+// refuseLocked is deliver's refusal; it unlocks mu.
+func (o *outbox) refuseLocked() (d delivered, p pushed, frames, bytes int) {
 	defer o.mu.Unlock()
 	if o.closed {
 		return refusedClosed, p, 0, 0
 	}
-	if o.fullLocked(size) {
-		frames, bytes = o.heldLocked()
-		return refusedSlow, o.slowConsumerLocked(), frames, bytes
-	}
-	return queued, o.pushLocked(it, size), 0, 0
+	frames, bytes = o.heldLocked()
+	return refusedSlow, o.slowConsumerLocked(), frames, bytes
 }
 
 // send queues an encoded frame unless the outbox is closed, and reports

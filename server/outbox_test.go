@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/broker"
 )
 
 // newTestOutbox returns an outbox bounded to frames and bytes, counting
@@ -34,7 +36,8 @@ func (d delivered) String() string {
 }
 
 // TestOutboxBounds steps an outbox of 3 frames and 100 bytes through
-// deliveries, writer takes and writes: a frame that does not fit closes it
+// deliveries (of MESSAGEs that count as the size given; the writer is
+// not run), writer takes and writes: a frame that does not fit closes it
 // as a slow consumer, frames in flight count against the bounds, and an
 // empty outbox takes one frame however large.
 func TestOutboxBounds(t *testing.T) {
@@ -94,8 +97,7 @@ func TestOutboxBounds(t *testing.T) {
 			for i, st := range tt.steps {
 				switch st.op {
 				case "deliver":
-					it := rawItem('m', st.size)
-					if d, _, _, _ := o.deliver(it, st.size); d != st.want {
+					if d, _, _, _ := o.deliver(nil, &broker.Message{}, st.size); d != st.want {
 						t.Fatalf("step %d: deliver(%d) = %v, want %v", i, st.size, d, st.want)
 					}
 				case "take":
@@ -169,7 +171,7 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 		o := newTestOutbox(2, 1<<10)
 		o.send([]byte("a"))
 		o.send([]byte("b"))
-		d, p, frames, bytes := o.deliver(rawItem('m', 10), 10)
+		d, p, frames, bytes := o.deliver(nil, &broker.Message{}, 10)
 		if d != refusedSlow || frames != 2 || bytes != 2 {
 			t.Fatalf("deliver() = %v, %d frames, %d bytes; want refusedSlow, 2, 2", d, frames, bytes)
 		}
