@@ -118,6 +118,20 @@ func TestOutboxBounds(t *testing.T) {
 	}
 }
 
+// waitingReply queues a RECEIPT on o from a reader of its own and returns
+// once the reply has paused that reader for room; what the reply returns
+// comes on the channel.
+func waitingReply(o *outbox) <-chan bool {
+	paused := make(chan struct{})
+	done := make(chan bool)
+	go func() {
+		_, ok := o.reply([]byte("RECEIPT"), func() { close(paused) })
+		done <- ok
+	}()
+	<-paused
+	return done
+}
+
 // TestOutboxReplyPausesDeliverCloses is the two answers to a full outbox:
 // the session's own RECEIPT waits for the writer (its reader pauses),
 // while a MESSAGE from another session closes it as a slow consumer.
@@ -126,13 +140,7 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 		o := newTestOutbox(2, 1<<10)
 		o.send([]byte("a"))
 		o.send([]byte("b"))
-		paused := make(chan struct{})
-		done := make(chan bool)
-		go func() {
-			_, ok := o.reply([]byte("RECEIPT"), func() { close(paused) })
-			done <- ok
-		}()
-		<-paused
+		done := waitingReply(o)
 		select {
 		case ok := <-done:
 			t.Fatalf("reply returned %v while the outbox was full", ok)
@@ -152,13 +160,7 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 	t.Run("reply ends when the outbox closes", func(t *testing.T) {
 		o := newTestOutbox(1, 1<<10)
 		o.send([]byte("a"))
-		paused := make(chan struct{})
-		done := make(chan bool)
-		go func() {
-			_, ok := o.reply([]byte("RECEIPT"), func() { close(paused) })
-			done <- ok
-		}()
-		<-paused
+		done := waitingReply(o)
 		o.written(true, true) // a write failed: the client is gone
 		if ok := <-done; ok {
 			t.Error("reply = true on a closed outbox, want false")
