@@ -36,8 +36,8 @@ type outItem struct {
 // takes the session's mu, and the hot path (Deliver) takes only the
 // outbox's. Neither is held while a socket is written.
 //
-// The zero value is not ready: newOutbox sets the bounds and the budget.
-// An outbox is safe for concurrent use.
+// The zero value is not ready: init sets the bounds and the budget. An
+// outbox is safe for concurrent use.
 type outbox struct {
 	maxFrames int             // Config.OutboundQueue
 	maxBytes  int             // Config.OutboundBytes
