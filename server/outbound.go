@@ -26,9 +26,7 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 	case refusedClosed:
 		return false
 	case refusedSlow:
-		s.startWriter(p, nil)
-		s.srv.cfg.Observer.SlowConsumerDisconnect()
-		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
+		s.slowConsumer(p, frames, bytes)
 		return false
 	}
 	s.startWriter(p, b)
@@ -40,6 +38,15 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 		}
 	}
 	return true
+}
+
+// slowConsumer starts the writer that sends a slow consumer's close, and
+// counts and logs the close; the outbox held frames and bytes when it
+// refused one more.
+func (s *session) slowConsumer(p pushed, frames, bytes int) {
+	s.startWriter(p, nil)
+	s.srv.cfg.Observer.SlowConsumerDisconnect()
+	s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
 }
 
 // startWriter starts the writer a push asked for: through b when it takes
