@@ -21,14 +21,17 @@ var _ broker.Subscriber = (*session)(nil)
 // slow consumer and Deliver returns false. When no writer runs, the
 // publisher's batch b is handed the start of one (see Flush).
 func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker.Batch) bool {
-	d, p, frames, bytes := s.box.deliver(sub, m, m.Size(sub))
-	switch d {
-	case refusedClosed:
-		return false
-	case refusedSlow:
-		s.slowConsumer(p, frames, bytes)
+	size := m.Size(sub)
+	o := &s.box
+	o.mu.Lock()
+	if !o.admitLocked(size) {
+		if d, p, frames, bytes := o.refuseLocked(); d == refusedSlow {
+			s.slowConsumer(p, frames, bytes)
+		}
 		return false
 	}
+	p := o.pushLocked(outItem{msg: m, sub: sub}, size)
+	o.mu.Unlock()
 	s.startWriter(p, b)
 	// p.total is 0 unless this delivery moved the server's count, which
 	// most do not (see recountLocked).

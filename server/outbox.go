@@ -74,7 +74,7 @@ type pushed struct {
 	total int64
 }
 
-// delivered is what deliver did with a MESSAGE.
+// delivered is what became of a MESSAGE offered to the outbox.
 type delivered uint8
 
 const (
@@ -87,22 +87,17 @@ const (
 	refusedSlow
 )
 
-// deliver queues m for sub, a MESSAGE of size bytes, unless the outbox is closed
-// or the frame would take it over its bounds; then it closes the outbox
-// as a slow consumer. frames and bytes are what it held when it refused
-// a frame as too many. It is on every delivery's path: what it does
-// when it queues stays small enough to inline into Deliver.
-func (o *outbox) deliver(sub *broker.Subscription, m *broker.Message, size int) (d delivered, p pushed, frames, bytes int) {
-	o.mu.Lock()
-	if o.closed || o.fullLocked(size) {
-		return o.refuseLocked()
-	}
-	p = o.pushLocked(outItem{msg: m, sub: sub}, size)
-	o.mu.Unlock()
-	return queued, p, 0, 0
+// admitLocked reports whether a MESSAGE of size bytes may be queued: the
+// outbox is open and the frame fits its bounds. Deliver, on the path
+// every delivery takes, holds mu across it and pushLocked and makes no
+// other call; what it does not admit goes to refuseLocked.
+func (o *outbox) admitLocked(size int) bool {
+	return !o.closed && !o.fullLocked(size)
 }
 
-// refuseLocked is deliver's refusal; it unlocks mu.
+// refuseLocked refuses a MESSAGE that admitLocked did not admit, and
+// unlocks mu. Unless the outbox was already closed, it closes it as a
+// slow consumer; frames and bytes are what it held then.
 func (o *outbox) refuseLocked() (d delivered, p pushed, frames, bytes int) {
 	defer o.mu.Unlock()
 	if o.closed {

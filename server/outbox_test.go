@@ -23,6 +23,18 @@ func rawItem(tag byte, n int) outItem {
 	return outItem{raw: b}
 }
 
+// deliver offers the outbox a MESSAGE of size bytes as Deliver does,
+// without a session or a writer.
+func deliver(o *outbox, size int) (d delivered, p pushed, frames, bytes int) {
+	o.mu.Lock()
+	if !o.admitLocked(size) {
+		return o.refuseLocked()
+	}
+	p = o.pushLocked(outItem{msg: &broker.Message{}}, size)
+	o.mu.Unlock()
+	return queued, p, 0, 0
+}
+
 func (d delivered) String() string {
 	switch d {
 	case queued:
@@ -97,7 +109,7 @@ func TestOutboxBounds(t *testing.T) {
 			for i, st := range tt.steps {
 				switch st.op {
 				case "deliver":
-					if d, _, _, _ := o.deliver(nil, &broker.Message{}, st.size); d != st.want {
+					if d, _, _, _ := deliver(o, st.size); d != st.want {
 						t.Fatalf("step %d: deliver(%d) = %v, want %v", i, st.size, d, st.want)
 					}
 				case "take":
@@ -173,7 +185,7 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 		o := newTestOutbox(2, 1<<10)
 		o.send([]byte("a"))
 		o.send([]byte("b"))
-		d, p, frames, bytes := o.deliver(nil, &broker.Message{}, 10)
+		d, p, frames, bytes := deliver(o, 10)
 		if d != refusedSlow || frames != 2 || bytes != 2 {
 			t.Fatalf("deliver() = %v, %d frames, %d bytes; want refusedSlow, 2, 2", d, frames, bytes)
 		}
