@@ -6,6 +6,11 @@ package broker
 // per delivery. It belongs to one publishing goroutine, which calls
 // Flush before it waits for input and before anything that may keep it
 // long; a nil *Batch holds nothing back.
+//
+// Only the server runs a Batch, but it lives here because
+// Subscriber.Deliver hands it on: server imports broker, so broker cannot
+// name a type of server's, and an interface in its place would change
+// Deliver for every Subscriber, in other packages too.
 type Batch struct {
 	pending []Flusher
 }

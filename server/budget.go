@@ -9,8 +9,8 @@ import (
 // outboundBudget is the server-wide bound on bytes queued for writing
 // (Config.OutboundTotalBytes).
 //
-// Each session adds what it queues to total, and takes back what its
-// writer is done with or what it discards, under its own mutex, in steps
+// Each session's outbox adds what it queues to total, and takes back what
+// its writer is done with or what it discards, under its own mutex, in steps
 // of countStep (see recountLocked): the hot path touches the shared
 // counter only when a session's backlog crosses a step, and no lock is
 // shared between sessions. Only a delivery that finds the
@@ -98,10 +98,8 @@ func (s *Server) shed() {
 	defer o.scanning.Store(false)
 	var held []heldQueue
 	s.reg.each(func(ss *session) {
-		ss.mu.Lock()
-		frames, bytes, closing := len(ss.queue)+ss.inflight, ss.queuedBytes+ss.inflightB, ss.closing
-		ss.mu.Unlock()
-		if !closing && frames > 1 {
+		frames, bytes, closed := ss.box.held()
+		if !closed && frames > 1 {
 			held = append(held, heldQueue{ss, bytes})
 		}
 	})
@@ -136,29 +134,29 @@ func (s *session) shedForBudget(held int) {
 // a power of two.
 const countStep = writeBatchSize
 
-// recountLocked brings the session's part of the server's outbound total
+// recountLocked brings the outbox's part of the server's outbound total
 // up to date with what it holds, and returns the new total when it
 // changed, else 0.
-func (s *session) recountLocked() int64 {
-	c := (s.queuedBytes + s.inflightB) &^ (countStep - 1)
-	d := c - s.counted
+func (o *outbox) recountLocked() int64 {
+	c := (o.queuedBytes + o.inflightB) &^ (countStep - 1)
+	d := c - o.counted
 	if d == 0 {
 		return 0
 	}
-	s.counted = c
-	if s.releasing {
-		s.srv.out.releasing.Add(int64(d))
+	o.counted = c
+	if o.releasing {
+		o.budget.releasing.Add(int64(d))
 	}
-	return s.srv.out.total.Add(int64(d))
+	return o.budget.total.Add(int64(d))
 }
 
-// releaseLocked marks a session closed as a slow consumer and discards
+// releaseLocked marks an outbox closed as a slow consumer and discards
 // its queue: what its writer still holds is on its way out, and no shed
 // should close other sessions to make room for it.
-func (s *session) releaseLocked() {
-	if !s.releasing {
-		s.releasing = true
-		s.srv.out.releasing.Add(int64(s.counted))
+func (o *outbox) releaseLocked() {
+	if !o.releasing {
+		o.releasing = true
+		o.budget.releasing.Add(int64(o.counted))
 	}
-	s.discardQueueLocked()
+	o.discardQueueLocked()
 }

@@ -58,9 +58,8 @@ func dialStuck(t *testing.T, url string, dests ...string) (*tcpSession, string) 
 // heldTotal sums what every open session holds for writing, exactly.
 func (ts *testServer) heldTotal() (total int) {
 	ts.reg.each(func(s *session) {
-		s.mu.Lock()
-		total += s.queuedBytes + s.inflightB
-		s.mu.Unlock()
+		_, bytes, _ := s.box.held()
+		total += bytes
 	})
 	return total
 }
@@ -70,9 +69,7 @@ func (ts *testServer) heldTotal() (total int) {
 func (ts *testServer) reasonOf(t *testing.T, id string) *CloseReason {
 	t.Helper()
 	s := ts.session(t, id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.reason
+	return s.box.closeReason()
 }
 
 // TestOutboundBudgetShedsLargestQueues runs the slow-reader attack for

@@ -118,19 +118,6 @@ type ending struct {
 	headers []stompframe.Header // further ERROR headers
 }
 
-// endLocked records reason as the session's close reason if none is
-// recorded yet and marks the session closing. It reports whether this
-// call was the first to end the session.
-func (s *session) endLocked(reason *CloseReason) bool {
-	if s.closing {
-		return false
-	}
-	s.closing = true
-	s.reason = reason
-	s.wakeLocked()
-	return true
-}
-
 // fail queues e's ERROR frame and its close after everything already
 // queued, unless the session is already ending; it reports whether it
 // did. For CloseOutboundBudget what is queued is discarded first.
@@ -162,20 +149,25 @@ func (s *session) fail(e ending) bool {
 		f.Body = []byte(detail)
 	}
 	s.mu.Lock()
-	if !s.endLocked(e.reason) {
+	o := &s.box
+	o.mu.Lock()
+	if !o.endLocked(e.reason) {
+		o.mu.Unlock()
 		s.mu.Unlock()
 		return false
 	}
 	s.kind = e.kind
 	if e.reason == CloseOutboundBudget {
-		s.releaseLocked()
+		o.releaseLocked()
 	}
 	// version is written under mu (onConnect) because fail also runs on
 	// timer and shutdown goroutines.
 	raw := stompframe.Append(nil, &f, s.version)
-	s.pushLocked(outItem{raw: raw}, len(raw), nil)
-	s.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0, nil)
+	p := o.pushLocked(outItem{raw: raw}, len(raw))
+	o.pushLocked(outItem{close: true, code: code, reason: closeText(msg)}, 0)
+	o.mu.Unlock()
 	s.mu.Unlock()
+	s.startWriter(p, nil)
 	// A protocol violation or a credential failure is counted by its
 	// kind here, once, for the end that actually happened.
 	if e.reason == CloseProtocolError || e.reason == CloseAuthFailed {

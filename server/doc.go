@@ -6,7 +6,8 @@
 // it reads and handles frames: stompframe decodes them, the interceptor
 // chain passes, drops or rejects them, and the broker fans SEND frames out
 // as MESSAGE frames. Outbound frames go through a bounded per-session queue
-// drained by a writer goroutine that exists only while the queue is not
+// (outbox.go, with its own lock, taken after the session's) drained by a
+// writer goroutine that exists only while the queue is not
 // empty and packs several frames into one WebSocket message. A session
 // whose queue fills is closed as a slow consumer (close 1008) without ever
 // blocking the broker or other sessions. All queues together are bounded

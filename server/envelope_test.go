@@ -29,10 +29,8 @@ func (ts *testServer) session(t *testing.T, id string) *session {
 // queue, frames and bytes, including what its writer has in flight.
 func (ts *testServer) held(t *testing.T, id string) (frames, bytes int) {
 	t.Helper()
-	s := ts.session(t, id)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.queue) + s.inflight, s.queuedBytes + s.inflightB
+	frames, bytes, _ = ts.session(t, id).box.held()
+	return frames, bytes
 }
 
 // TestReceiptFloodBackpressure runs the receipt attack: one session packs

@@ -27,7 +27,7 @@ func (s *session) checkExpiry(now time.Time) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
+	if s.box.isClosed() {
 		return false
 	}
 	s.expires = at
@@ -45,7 +45,7 @@ func (s *session) checkExpiry(now time.Time) bool {
 // session.
 func (s *session) expiryFired() {
 	s.mu.Lock()
-	if s.closing {
+	if s.box.isClosed() {
 		s.mu.Unlock()
 		return
 	}

@@ -72,33 +72,17 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		// (validate checked them) and, inside a transaction, name an open
 		// one.
 	case stompframe.CommandBegin:
-		if len(s.txs) >= s.srv.cfg.MaxTransactions {
-			s.protocolError(malformed("too many transactions", fmt.Sprintf("at most %d open transactions per session", s.srv.cfg.MaxTransactions)), receipt)
+		if s.begin(f.Get("transaction"), receipt) {
 			return true
 		}
-		if s.txs == nil {
-			s.txs = make(map[string]*transaction)
-		}
-		s.txs[f.Get("transaction")] = &transaction{}
 	case stompframe.CommandCommit:
-		tx := s.endTransaction(f.Get("transaction"))
-		cr := s.srv.cfg.Chain.Commit(&s.st, len(tx.msgs), now)
-		switch cr.Outcome {
-		case interceptor.Drop:
-			// Dropped silently, like a SEND over the limit: no RECEIPT.
-			return false
-		case interceptor.Reject:
-			s.fail(ending{reason: CloseRateLimitAbuse, kind: cr.Reason, message: cr.Message, detail: cr.Detail, receipt: receipt})
-			return true
-		}
-		for _, m := range tx.msgs {
-			if s.publish(m, receipt) {
-				return true
-			}
+		// A COMMIT the chain drops is dropped silently, like a SEND over
+		// the limit: no RECEIPT.
+		if end, dropped := s.commit(f.Get("transaction"), receipt, now); end || dropped {
+			return end
 		}
 	case stompframe.CommandAbort:
-		tx := s.endTransaction(f.Get("transaction"))
-		s.srv.cfg.Chain.Discard(&s.st, len(tx.msgs))
+		s.abortTransaction(f.Get("transaction"))
 	case stompframe.CommandDisconnect:
 		if receipt != "" {
 			s.reply(s.receiptFrame(receipt))
@@ -287,20 +271,7 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 	}
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
 	if name, ok := f.Lookup("transaction"); ok {
-		tx := s.txs[name]
-		if len(tx.msgs) >= s.srv.cfg.MaxTransactionFrames {
-			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d SEND frames per transaction", s.srv.cfg.MaxTransactionFrames)), receipt)
-			return true
-		}
-		size := m.MemSize()
-		if s.txBytes+size > s.srv.cfg.MaxTransactionBytes {
-			s.protocolError(malformed("transaction too large", fmt.Sprintf("at most %d bytes held in open transactions per session", s.srv.cfg.MaxTransactionBytes)), receipt)
-			return true
-		}
-		tx.msgs = append(tx.msgs, m)
-		tx.bytes += size
-		s.txBytes += size
-		return false
+		return s.hold(name, m, receipt)
 	}
 	return s.publish(m, receipt)
 }

@@ -54,7 +54,7 @@ func (s *session) startHeartBeats(cx, cy time.Duration) {
 		s.hbIn.Stop()
 		s.hbIn = nil
 	}
-	if s.closing {
+	if s.box.isClosed() {
 		return
 	}
 	s.outEvery = negotiate(s.srv.cfg.HeartBeatSend, cy)
@@ -81,7 +81,7 @@ func (s *session) heartBeatOut() {
 		next = s.outEvery
 	}
 	s.mu.Lock()
-	if !s.closing {
+	if !s.box.isClosed() {
 		s.hbOut.Reset(next)
 	}
 	s.mu.Unlock()
@@ -99,7 +99,7 @@ func (s *session) heartBeatIn() {
 		return
 	}
 	s.mu.Lock()
-	if !s.closing {
+	if !s.box.isClosed() {
 		s.hbIn.Reset(limit - silent)
 	}
 	s.mu.Unlock()

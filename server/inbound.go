@@ -1,7 +1,6 @@
 package server
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -92,19 +91,8 @@ func (s *session) pauseInput(budget string, d time.Duration) bool {
 		until := start.Add(d)
 		// until is read before the timer is armed, so the timer fires at
 		// or after it and the loop below cannot miss its wake-up.
-		t := time.AfterFunc(d, func() {
-			s.mu.Lock()
-			s.wakeLocked()
-			s.mu.Unlock()
-		})
-		s.mu.Lock()
-		if s.drained == nil {
-			s.drained = sync.NewCond(&s.mu)
-		}
-		for !s.closing && time.Now().Before(until) {
-			s.drained.Wait()
-		}
-		s.mu.Unlock()
+		t := time.AfterFunc(d, s.box.wake)
+		s.box.waitUntil(until)
 		t.Stop()
 	}
 	now := time.Now()
@@ -113,9 +101,7 @@ func (s *session) pauseInput(budget string, d time.Duration) bool {
 	if s.srv.input != nil {
 		s.srv.input.InputPaused(budget, now.Sub(start))
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closing
+	return s.box.isClosed()
 }
 
 // chargeFrame is the wsconn frame hook: one frame and its payload, capped

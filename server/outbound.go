@@ -10,17 +10,6 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// outItem is one entry of a session's outbound queue: a MESSAGE (msg and
-// sub), an encoded frame (raw), or the final close.
-type outItem struct {
-	msg    *broker.Message
-	sub    *broker.Subscription
-	raw    []byte
-	close  bool
-	code   wsconn.StatusCode
-	reason string // the close's reason text
-}
-
 // heartBeatEOL is the heart-beat a STOMP peer sends when it has nothing
 // else to send (STOMP 1.2 "Heart-beating").
 var heartBeatEOL = []byte{'\n'}
@@ -33,62 +22,58 @@ var _ broker.Subscriber = (*session)(nil)
 // publisher's batch b is handed the start of one (see Flush).
 func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker.Batch) bool {
 	size := m.Size(sub)
-	s.mu.Lock()
-	if s.closing {
-		s.mu.Unlock()
+	o := &s.box
+	o.mu.Lock()
+	if !o.admitLocked(size) {
+		if d, p, frames, bytes := o.refuseLocked(); d == refusedSlow {
+			s.slowConsumer(p, frames, bytes)
+		}
 		return false
 	}
-	if s.fullLocked(size) {
-		frames, bytes := len(s.queue)+s.inflight, s.queuedBytes+s.inflightB
-		s.slowConsumerLocked()
-		s.mu.Unlock()
-		s.srv.cfg.Observer.SlowConsumerDisconnect()
-		s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
-		return false
-	}
-	total := s.pushLocked(outItem{msg: m, sub: sub}, size, b)
-	s.mu.Unlock()
-	// total is 0 unless this delivery moved the server's count, which
+	p := o.pushLocked(outItem{msg: m, sub: sub}, size)
+	o.mu.Unlock()
+	s.startWriter(p, b)
+	// p.total is 0 unless this delivery moved the server's count, which
 	// most do not (see recountLocked).
-	if total != 0 {
-		if limit := s.srv.out.limit; limit > 0 && total > limit {
+	if p.total != 0 {
+		if limit := s.srv.out.limit; limit > 0 && p.total > limit {
 			s.srv.shed()
 		}
 	}
 	return true
 }
 
-// fullLocked reports whether one more frame of size bytes would take the
-// session over its outbound bounds. Frames the writer has taken but not
-// yet written still count: they are held until the socket takes them. An
-// empty session always takes one frame, however large.
-func (s *session) fullLocked(size int) bool {
-	held := len(s.queue) + s.inflight
-	if held == 0 {
-		return false
-	}
-	return held >= s.srv.cfg.OutboundQueue || s.queuedBytes+s.inflightB+size > s.srv.cfg.OutboundBytes
+// slowConsumer starts the writer that sends a slow consumer's close, and
+// counts and logs the close; the outbox held frames and bytes when it
+// refused one more.
+func (s *session) slowConsumer(p pushed, frames, bytes int) {
+	s.startWriter(p, nil)
+	s.srv.cfg.Observer.SlowConsumerDisconnect()
+	s.srv.cfg.Logger.Warn("slow consumer disconnected", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "frames", frames, "bytes", bytes)
 }
 
-// slowConsumerLocked discards the queue and queues a close with 1008: the
-// frames waiting would only delay the close of a peer that does not read.
-func (s *session) slowConsumerLocked() {
-	s.endLocked(CloseSlowConsumer)
-	s.releaseLocked()
-	s.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0, nil)
+// startWriter starts the writer a push asked for: through b when it takes
+// it, else on a goroutine of its own. Most pushes find a writer running;
+// the check stays small enough to inline.
+func (s *session) startWriter(p pushed, b *broker.Batch) {
+	if p.start {
+		s.start(b)
+	}
+}
+
+func (s *session) start(b *broker.Batch) {
+	if !b.Defer(s) {
+		go s.writeLoop()
+	}
 }
 
 // send queues an encoded frame unless the session is closing. It is for
 // frames bounded by the protocol itself (CONNECTED, once per session);
 // replies a client can ask for without bound go through reply.
 func (s *session) send(raw []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	s.pushLocked(outItem{raw: raw}, len(raw), nil)
-	return true
+	p, ok := s.box.send(raw)
+	s.startWriter(p, nil)
+	return ok
 }
 
 // reply queues one of the session's own replies (a RECEIPT) on the reader
@@ -97,93 +82,36 @@ func (s *session) send(raw []byte) bool {
 // session stops reading, and TCP pushes back on a client that asks for
 // replies faster than it reads them. The wait ends when the session
 // closes (a write that times out closes it). It reports whether the
-// reply was queued.
+// reply was queued. On the reader, the batch writes the reply with
+// whatever else the frames read so far produced.
 func (s *session) reply(raw []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closing && s.fullLocked(len(raw)) {
-		// The writers this reader's batch holds back, this session's own
-		// among them, must not wait for the reader.
-		s.mu.Unlock()
-		s.flushBatch()
-		s.mu.Lock()
-		s.srv.cfg.Observer.ReaderPaused()
-		if s.drained == nil {
-			s.drained = sync.NewCond(&s.mu)
-		}
-		for !s.closing && s.fullLocked(len(raw)) {
-			s.drained.Wait()
-		}
-	}
-	if s.closing {
-		return false
-	}
-	// On the reader: the batch writes it with whatever else the frames
-	// read so far produced.
-	s.pushLocked(outItem{raw: raw}, len(raw), &s.batch)
-	return true
+	p, ok := s.box.reply(raw, s.readerPaused)
+	s.startWriter(p, &s.batch)
+	return ok
 }
 
-// discardQueueLocked drops what is queued and not yet taken by the
-// writer, for an end that will not flush it.
-func (s *session) discardQueueLocked() {
-	clear(s.queue)
-	s.queue = s.queue[:0]
-	s.queuedBytes = 0
-	s.recountLocked()
-}
-
-// wakeLocked wakes a reader waiting in reply for the queue to drain.
-func (s *session) wakeLocked() {
-	if s.drained != nil {
-		s.drained.Broadcast()
-	}
+// readerPaused runs as a reply starts to wait for room: the writers this
+// reader's batch holds back, this session's own among them, must not
+// wait for the reader.
+func (s *session) readerPaused() {
+	s.flushBatch()
+	s.srv.cfg.Observer.ReaderPaused()
 }
 
 // heartBeat queues a heart-beat EOL unless something is already waiting
 // to be written, which will reach the client sooner or show the peer is
-// not reading; either way a second EOL would only add to the pile.
+// not reading; either way a second EOL would only add to the pile. It
+// reports false when the session is closing.
 func (s *session) heartBeat() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return false
-	}
-	if len(s.queue)+s.inflight == 0 {
-		s.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL), nil)
-	}
-	return true
+	p, ok := s.box.heartBeat()
+	s.startWriter(p, nil)
+	return ok
 }
 
 // closeAfter queues a close with reason's code and the text after
 // everything already queued, without an ERROR frame.
 func (s *session) closeAfter(reason *CloseReason, text string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.endLocked(reason) {
-		s.pushLocked(outItem{close: true, code: reason.Code(), reason: text}, 0, nil)
-	}
-}
-
-// pushLocked appends it, of size bytes, to the queue and starts the writer
-// if none runs: through b when it takes it, else on a goroutine of its
-// own. It returns the server's outbound total when this push changed it,
-// else 0.
-func (s *session) pushLocked(it outItem, size int, b *broker.Batch) (total int64) {
-	if s.queue == nil {
-		s.queue = newQueue()
-	}
-	s.queue = append(s.queue, it)
-	s.queuedBytes += size
-	total = s.recountLocked()
-	if !s.writing {
-		s.writing = true
-		s.writers.Add(1)
-		if !b.Defer(s) {
-			go s.writeLoop()
-		}
-	}
-	return total
+	s.startWriter(s.box.closeAfter(reason, text), nil)
 }
 
 // flushRounds is how many batches Flush writes before it leaves the rest
@@ -204,24 +132,20 @@ func (s *session) Flush() {
 		if v := recover(); v != nil {
 			s.writerPanicked(v)
 			go s.conn.CloseNow() //nolint:errcheck // the session is ending
-			s.writers.Done()
+			s.box.writers.Done()
 		}
 	}()
 	bp := writeBufPool.Get().(*[]byte)
 	defer writeBufPool.Put(bp)
 	for range flushRounds {
-		s.mu.Lock()
-		if s.idleLocked() {
-			s.mu.Unlock()
-			s.writers.Done()
+		items, idle := s.box.takeAll()
+		if idle {
+			s.box.writers.Done()
 			return
 		}
-		if s.queuedBytes > writeBatchSize || hasClose(s.queue) {
-			s.mu.Unlock()
+		if items == nil {
 			break
 		}
-		items := s.takeLocked(nil)
-		s.mu.Unlock()
 
 		buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
 		*bp = buf[:0]
@@ -229,11 +153,7 @@ func (s *session) Flush() {
 		if err != nil {
 			// Nothing went out: the frames go back in front, for the
 			// writer goroutine.
-			s.mu.Lock()
-			s.queue = append(items, s.queue...)
-			s.queuedBytes += s.inflightB
-			s.inflight, s.inflightB = 0, 0
-			s.mu.Unlock()
+			s.box.putBack(items)
 			break
 		}
 		clear(items)
@@ -245,21 +165,9 @@ func (s *session) Flush() {
 			go s.writeRest()
 			return
 		}
-		s.mu.Lock()
-		s.writtenLocked()
-		s.mu.Unlock()
+		s.box.written(false, false)
 	}
 	go s.writeLoop()
-}
-
-// hasClose reports whether items hold the final close.
-func hasClose(items []outItem) bool {
-	for i := range items {
-		if items[i].close {
-			return true
-		}
-	}
-	return false
 }
 
 // appendItems appends the frames of items, none of them a close, to buf
@@ -283,59 +191,6 @@ func appendItem(buf []byte, it *outItem) ([]byte, bool) {
 	return append(buf, it.raw...), false
 }
 
-// idleLocked reports whether nothing is queued and, if so, records that
-// no writer runs; an idle session holds no queue memory.
-func (s *session) idleLocked() bool {
-	if len(s.queue) > 0 {
-		return false
-	}
-	s.writing = false
-	recycleQueue(s.queue)
-	s.queue = nil
-	return true
-}
-
-// takeLocked hands what is queued to the writer, spare becoming the new
-// queue. The frames count as in flight, against the outbound bounds,
-// until writtenLocked.
-func (s *session) takeLocked(spare []outItem) []outItem {
-	items := s.queue
-	s.queue = spare
-	s.inflight, s.inflightB = len(items), s.queuedBytes
-	s.queuedBytes = 0
-	return items
-}
-
-// takeBatchLocked is takeLocked for the writer goroutine: it hands over
-// the frames at the front of the queue that make one write batch, up to
-// and including the frame that reaches writeBatchSize bytes, as the
-// writer packs them. A writer stuck on a socket that is not read then
-// holds one batch in flight, and a slow consumer's close discards the
-// rest at once rather than after the write times out.
-func (s *session) takeBatchLocked(spare []outItem) []outItem {
-	n, bytes, packed := 0, 0, 0
-	for n < len(s.queue) && packed < writeBatchSize {
-		it := &s.queue[n]
-		bytes += itemSize(it)
-		packed += frameLen(it)
-		n++
-	}
-	if n == len(s.queue) {
-		return s.takeLocked(spare)
-	}
-	if spare == nil {
-		spare = newQueue()
-	}
-	items := append(spare[:0], s.queue[:n]...)
-	k := copy(s.queue, s.queue[n:])
-	clear(s.queue[k:])
-	s.queue = s.queue[:k]
-	bytes = min(bytes, s.queuedBytes)
-	s.inflight, s.inflightB = n, bytes
-	s.queuedBytes -= bytes
-	return items
-}
-
 // itemSize is what it counted for when it was queued.
 func itemSize(it *outItem) int {
 	if it.msg != nil {
@@ -355,39 +210,15 @@ func frameLen(it *outItem) int {
 	return n
 }
 
-// writtenLocked records that the writer is done with what it took, and
-// wakes a reader waiting for room.
-func (s *session) writtenLocked() {
-	s.inflight, s.inflightB = 0, 0
-	s.recountLocked()
-	s.wakeLocked()
-}
-
 // writeRest is the writer goroutine after a Flush the socket did not take
 // whole: it sends what the connection kept, then goes on as writeLoop.
 func (s *session) writeRest() {
 	err := s.conn.Flush()
-	s.mu.Lock()
-	s.writtenLocked()
-	if err != nil {
-		s.writeFailedLocked()
-		s.discardQueueLocked()
-	}
-	s.mu.Unlock()
+	s.box.written(err != nil, true)
 	if err != nil {
 		_ = s.conn.CloseNow()
 	}
 	s.writeLoop()
-}
-
-// writeFailedLocked records that a write failed: the session is closing
-// with nothing more to send.
-func (s *session) writeFailedLocked() {
-	s.closing = true
-	if s.reason == nil {
-		s.reason = CloseClientGone
-	}
-	s.wakeLocked()
 }
 
 // writerPanicked ends the session after a panic in its writer; the caller
@@ -395,16 +226,7 @@ func (s *session) writeFailedLocked() {
 func (s *session) writerPanicked(v any) {
 	s.srv.cfg.Observer.Panic()
 	s.srv.cfg.Logger.Error("panic in session writer", "session", s.st.ID, "panic", fmt.Sprint(v))
-	s.mu.Lock()
-	s.writing = false
-	s.closing = true
-	if s.reason == nil {
-		s.reason = ClosePanic
-	}
-	s.writtenLocked()
-	// No writer will take what is queued: it leaves the server's total.
-	s.discardQueueLocked()
-	s.mu.Unlock()
+	s.box.writerPanicked()
 }
 
 var writeBufPool = sync.Pool{New: func() any {
@@ -417,7 +239,7 @@ var writeBufPool = sync.Pool{New: func() any {
 // starts with room for the WebSocket frame header, so a message goes to
 // the socket in one write without a copy.
 func (s *session) writeLoop() {
-	defer s.writers.Done()
+	defer s.box.writers.Done()
 	bp := writeBufPool.Get().(*[]byte)
 	defer writeBufPool.Put(bp)
 	var spare []outItem
@@ -429,14 +251,11 @@ func (s *session) writeLoop() {
 		}
 	}()
 	for {
-		s.mu.Lock()
-		if s.idleLocked() {
-			s.mu.Unlock()
+		items, idle := s.box.takeBatch(spare)
+		if idle {
 			recycleQueue(spare)
 			return
 		}
-		items := s.takeBatchLocked(spare)
-		s.mu.Unlock()
 
 		const room = wsconn.MaxHeaderLen
 		buf := (*bp)[:room]
@@ -485,12 +304,7 @@ func (s *session) writeLoop() {
 		}
 		clear(items)
 		spare = items[:0]
-		s.mu.Lock()
-		s.writtenLocked()
-		if failed {
-			s.writeFailedLocked()
-		}
-		s.mu.Unlock()
+		s.box.written(failed, false)
 	}
 }
 

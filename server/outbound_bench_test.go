@@ -28,7 +28,7 @@ func BenchmarkDeliver(b *testing.B) {
 			for i := range sessions {
 				s := newSession(srv, nil, netip.MustParseAddr("192.0.2.1"), nil)
 				// A writer is taken to run, so Deliver only queues.
-				s.writing = true
+				s.box.writing = true
 				sessions[i] = s
 				subs[i] = broker.NewSubscription(strconv.Itoa(i), "/topic/room.42", broker.AckAuto, stompframe.V12, s)
 			}
@@ -45,12 +45,12 @@ func BenchmarkDeliver(b *testing.B) {
 				}
 				if i%16 == 15 {
 					for _, s := range sessions {
-						s.mu.Lock()
-						items := s.takeLocked(nil)
+						s.box.mu.Lock()
+						items := s.box.takeLocked(nil)
 						clear(items)
 						recycleQueue(items)
-						s.writtenLocked()
-						s.mu.Unlock()
+						s.box.writtenLocked()
+						s.box.mu.Unlock()
 					}
 				}
 			}

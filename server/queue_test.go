@@ -20,15 +20,16 @@ func TestQueuesAreReusedAcrossWrites(t *testing.T) {
 	// The writer that sent CONNECTED may not have seen its queue empty
 	// yet; writes made meanwhile would only queue behind it.
 	waitFor(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return !s.writing
+		s.box.mu.Lock()
+		defer s.box.mu.Unlock()
+		return !s.box.writing
 	})
 	var b broker.Batch
 	write := func() {
-		s.mu.Lock()
-		s.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL), &b)
-		s.mu.Unlock()
+		s.box.mu.Lock()
+		p := s.box.pushLocked(outItem{raw: heartBeatEOL}, len(heartBeatEOL))
+		s.box.mu.Unlock()
+		s.startWriter(p, &b)
 		b.Flush()
 	}
 	write() // the batch's own slice grows once
@@ -38,9 +39,9 @@ func TestQueuesAreReusedAcrossWrites(t *testing.T) {
 	if allocs >= 0.5 {
 		t.Errorf("%.2f allocations per write, want the queue from the pool", allocs)
 	}
-	s.mu.Lock()
-	writing, queued := s.writing, len(s.queue)+s.inflight
-	s.mu.Unlock()
+	s.box.mu.Lock()
+	writing, queued := s.box.writing, len(s.box.queue)+s.box.inflight
+	s.box.mu.Unlock()
 	if writing || queued != 0 {
 		t.Errorf("after the writes: writing %v, %d frames held; want an idle session", writing, queued)
 	}

@@ -50,28 +50,22 @@ type session struct {
 	paused    atomic.Int64 // Unix nanoseconds the reader last paused for the inbound budget
 	resumed   atomic.Int64 // Unix nanoseconds it last resumed from such a pause
 
-	// mu guards the outbound queue and the end state below.
-	mu          sync.Mutex
-	writing     bool // a writer goroutine is running
-	closing     bool // no more frames are queued, except the final close
-	queue       []outItem
-	queuedBytes int          // bytes of the frames in queue
-	inflight    int          // frames the writer took and has not finished writing
-	inflightB   int          // their bytes
-	drained     *sync.Cond   // on mu, made when a reply first waits: the writer finished a batch, or closing
-	counted     int          // the part of queuedBytes+inflightB in srv.out.total (see recountLocked)
-	releasing   bool         // closed as a slow consumer: counted is also in srv.out.releasing
-	reason      *CloseReason // first close reason recorded
-	kind        string       // the kind of problem behind reason, for the log; may be empty
-	hbIn        *time.Timer
-	hbOut       *time.Timer
-	inEvery     time.Duration // negotiated incoming heart-beat; 0 none
-	outEvery    time.Duration // negotiated outgoing heart-beat; 0 none
+	// box is the outbound side: the queue, its bounds, the writer and the
+	// session's end (closed, with the close reason). Its lock comes after
+	// mu (see outbox).
+	box outbox
+
+	// mu guards the version above and the fields below: the problem
+	// behind the end, and the timers.
+	mu       sync.Mutex
+	kind     string // the kind of problem behind the close reason, for the log; may be empty
+	hbIn     *time.Timer
+	hbOut    *time.Timer
+	inEvery  time.Duration // negotiated incoming heart-beat; 0 none
+	outEvery time.Duration // negotiated outgoing heart-beat; 0 none
 
 	expiry  *time.Timer // ends the session when its credentials expire
 	expires int64       // Unix nanoseconds expiry is armed for; written by the reader under mu
-
-	writers sync.WaitGroup // the writer goroutine, when one runs
 
 	ping *pinger // WebSocket pings when the client sends no heart-beats; nil until armed
 
@@ -105,6 +99,7 @@ func newSession(srv *Server, conn *wsconn.Conn, ip netip.Addr, q url.Values) *se
 		version:    stompframe.V12,
 		maxVersion: stompframe.V12,
 	}
+	s.box.init(&srv.cfg, &srv.out)
 	s.st.ID = newSessionID()
 	s.st.RemoteIP = ip
 	if len(q) > 0 {
@@ -128,12 +123,8 @@ func (s *session) serve() {
 	reason := s.readLoop()
 
 	s.mu.Lock()
-	s.closing = true
-	s.wakeLocked()
-	if s.reason == nil {
-		s.reason = reason
-	}
-	reason = s.reason
+	s.box.end(reason)
+	reason = s.box.closeReason()
 	if s.hbIn != nil {
 		s.hbIn.Stop()
 	}
@@ -147,7 +138,7 @@ func (s *session) serve() {
 
 	// The writer finishes what is queued (ERROR, RECEIPT, the close) or
 	// fails fast on a dead connection.
-	s.writers.Wait()
+	s.box.writers.Wait()
 	_ = s.conn.CloseNow()
 
 	for _, sub := range s.subs {
@@ -314,12 +305,16 @@ func (s *session) drain() {
 // the peer's framing cannot be trusted to carry it.
 func (s *session) failWebSocket(pe *wsconn.ProtocolError) {
 	s.mu.Lock()
-	first := s.endLocked(CloseProtocolError)
+	s.box.mu.Lock()
+	first := s.box.endLocked(CloseProtocolError)
+	var p pushed
 	if first {
 		s.kind = KindWebSocket
-		s.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0, nil)
+		p = s.box.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0)
 	}
+	s.box.mu.Unlock()
 	s.mu.Unlock()
+	s.startWriter(p, nil)
 	if first {
 		s.srv.cfg.Observer.ProtocolErrorClose(KindWebSocket)
 	}
@@ -348,10 +343,7 @@ func (s *session) shutdown() {
 // abort ends the session at once: the queue is discarded and the
 // connection closed without a close handshake.
 func (s *session) abort(reason *CloseReason) {
-	s.mu.Lock()
-	s.endLocked(reason)
-	s.discardQueueLocked()
-	s.mu.Unlock()
+	s.box.abort(reason)
 	// Every read and write on the connection fails at once.
 	_ = s.conn.CloseNow()
 }
