@@ -1,17 +1,14 @@
 package main
 
 // Authentication wiring: the JWT verifier the PrincipalStage is given, the
-// public-key source of RS256 and ES256 tokens (a PEM file or a JWKS), its
-// metrics, and the log filter that keeps tokens out of every log line.
+// public-key source of RS256 and ES256 tokens (a PEM file or a JWKS) and
+// its metrics. Tokens are kept out of the logs by internal/redact.
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
-	"regexp"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -156,81 +153,3 @@ func (m *jwksMetrics) JWKSKeysSkipped(reason string, n int) {
 
 // JWKSRefetchLimited counts a refetch that was not allowed.
 func (m *jwksMetrics) JWKSRefetchLimited() { m.limited.Inc() }
-
-// Tokens must never reach a log: an access_token query parameter (in a
-// URL some error message repeats), or anything shaped like a JWT (three
-// base64url parts, the first one a JSON object: "eyJ").
-var (
-	accessTokenParam = regexp.MustCompile(`(?i)(access_token=)[^&\s"'\\]*`)
-	jwtShape         = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`)
-)
-
-// redactTokens returns a logger that writes what l writes, with tokens
-// replaced by "REDACTED" in the message and in every string, error and
-// Stringer attribute. Log lines are state changes, not per-frame events,
-// so the scan costs nothing that matters; a line with neither
-// "access_token" nor "eyJ" in it is passed through unchanged.
-func redactTokens(l *slog.Logger) *slog.Logger {
-	return slog.New(redactHandler{l.Handler()})
-}
-
-func redactString(s string) string {
-	if !strings.Contains(s, "eyJ") && !strings.Contains(strings.ToLower(s), "access_token") {
-		return s
-	}
-	s = accessTokenParam.ReplaceAllString(s, "${1}REDACTED")
-	return jwtShape.ReplaceAllString(s, "REDACTED")
-}
-
-// redactHandler is the slog.Handler of redactTokens.
-type redactHandler struct{ h slog.Handler }
-
-func (r redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
-
-func (r redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, redactString(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(a))
-		return true
-	})
-	return r.h.Handle(ctx, out)
-}
-
-func (r redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		red[i] = redactAttr(a)
-	}
-	return redactHandler{r.h.WithAttrs(red)}
-}
-
-func (r redactHandler) WithGroup(name string) slog.Handler { return redactHandler{r.h.WithGroup(name)} }
-
-func redactAttr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, redactString(v.String()))
-	case slog.KindGroup:
-		g := v.Group()
-		red := make([]slog.Attr, len(g))
-		for i, ga := range g {
-			red[i] = redactAttr(ga)
-		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(red...)}
-	case slog.KindAny:
-		var s string
-		switch x := v.Any().(type) {
-		case error:
-			s = x.Error()
-		case fmt.Stringer:
-			s = x.String()
-		default:
-			return slog.Attr{Key: a.Key, Value: v}
-		}
-		if red := redactString(s); red != s {
-			return slog.String(a.Key, red)
-		}
-	}
-	return slog.Attr{Key: a.Key, Value: v}
-}
