@@ -10,10 +10,9 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/jwtauth"
+	"github.com/stompgate/stompgate/metrics"
 )
 
 // validateAuth checks the JWT settings; validate calls it.
@@ -57,7 +56,7 @@ func (a *app) newKeySource(st *settings, logger *slog.Logger) (jwtauth.KeySource
 		}
 		return keys, nil
 	case st.jwtJWKSURL != "":
-		obs, err := newJWKSMetrics(a.registry)
+		obs, err := metrics.NewJWKS(a.registry)
 		if err != nil {
 			return nil, err
 		}
@@ -89,67 +88,3 @@ func tokenVerifier(st *settings, keys jwtauth.KeySource) (interceptor.TokenVerif
 	}
 	return v, nil
 }
-
-// jwksMetrics counts what the JWKS does. Every series exists from the
-// start at zero, so an alert on a rate sees the first failure.
-type jwksMetrics struct {
-	fetches map[string]prometheus.Counter
-	keys    prometheus.Gauge
-	skipped map[string]prometheus.Counter
-	limited prometheus.Counter
-}
-
-var _ jwtauth.JWKSObserver = (*jwksMetrics)(nil)
-
-func newJWKSMetrics(reg prometheus.Registerer) (*jwksMetrics, error) {
-	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stompgate_jwks_fetches_total",
-		Help: "Fetches of the -jwt-jwks-url key set by result: ok, error (request failed or not 200), too_large, invalid (not a JWK set or no usable key). A failed fetch keeps the last good keys.",
-	}, []string{"result"})
-	skipped := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stompgate_jwks_keys_skipped_total",
-		Help: "Keys of fetched JWK sets that were not kept, by reason: unusable (not an RSA-2048+ or EC P-256 signing key) or over_limit (beyond the most keys kept).",
-	}, []string{"reason"})
-	m := &jwksMetrics{
-		fetches: map[string]prometheus.Counter{},
-		skipped: map[string]prometheus.Counter{},
-		keys: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "stompgate_jwks_keys",
-			Help: "Keys held from the -jwt-jwks-url key set.",
-		}),
-		limited: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "stompgate_jwks_refetch_limited_total",
-			Help: "Tokens naming a key the JWK set does not hold, refused without refetching because the last fetch was too recent.",
-		}),
-	}
-	for _, c := range []prometheus.Collector{fetches, skipped, m.keys, m.limited} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("jwks metrics: %w", err)
-		}
-	}
-	for _, r := range []string{jwtauth.JWKSFetchOK, jwtauth.JWKSFetchError, jwtauth.JWKSFetchTooLarge, jwtauth.JWKSFetchInvalid} {
-		m.fetches[r] = fetches.WithLabelValues(r)
-	}
-	for _, r := range []string{jwtauth.JWKSSkipUnusable, jwtauth.JWKSSkipOverLimit} {
-		m.skipped[r] = skipped.WithLabelValues(r)
-	}
-	return m, nil
-}
-
-// JWKSFetched counts a fetch and sets the keys held.
-func (m *jwksMetrics) JWKSFetched(result string, keys int) {
-	if c, ok := m.fetches[result]; ok {
-		c.Inc()
-	}
-	m.keys.Set(float64(keys))
-}
-
-// JWKSKeysSkipped counts keys that were not kept.
-func (m *jwksMetrics) JWKSKeysSkipped(reason string, n int) {
-	if c, ok := m.skipped[reason]; ok {
-		c.Add(float64(n))
-	}
-}
-
-// JWKSRefetchLimited counts a refetch that was not allowed.
-func (m *jwksMetrics) JWKSRefetchLimited() { m.limited.Inc() }
