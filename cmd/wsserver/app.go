@@ -43,7 +43,7 @@ type app struct {
 	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
-	fanout   *fanout                // disconnect requests between instances; nil without -redis-url
+	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -167,12 +167,8 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		return nil, err
 	}
 	a.observeOutbound()
-	if a.redis != nil {
-		signer, err := st.relaySigner()
-		if err != nil {
-			return nil, err
-		}
-		a.fanout = startFanout(a.redis, a.stomp, fanoutTrust{signer, st.relayPayloadLimit(), a.metrics}, logger)
+	if err := a.startDisconnects(st, logger); err != nil {
+		return nil, err
 	}
 	capped, err := a.capHandshakes(zone, trusted, st.ipv6Prefix, logger, a.stomp)
 	if err != nil {
@@ -308,11 +304,36 @@ func (a *app) close() {
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}
-	a.fanout.close()
+	_ = a.fanout.Close()
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}
 	if a.appRedis != nil {
 		_ = a.appRedis.Close()
 	}
+}
+
+// startDisconnects lets the instances sharing -redis-url end each other's
+// sessions (the server API's disconnect, a session cap's displacement),
+// signed with -relay-key. It sets a.fanout; without Redis it does nothing.
+func (a *app) startDisconnects(st *settings, logger *slog.Logger) error {
+	if a.redis == nil {
+		return nil
+	}
+	d, err := relay.StartDisconnects(relay.DisconnectConfig{
+		Client:     a.redis,
+		Sessions:   a.stomp,
+		MaxPayload: st.relayPayloadLimit(),
+		Key:        st.relayKey,
+		MaxAge:     st.relayMaxAge,
+		Dropped: func(reason string) {
+			a.metrics.RelayDisconnectDropped(metrics.RelayDropReasonOf(reason), 1)
+		},
+		Logger: logger,
+	})
+	if err != nil {
+		return fmt.Errorf("-relay-key (%s): %w", envName("relay-key"), err)
+	}
+	a.fanout = d
+	return nil
 }
