@@ -1,12 +1,9 @@
 package relay
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,35 +13,39 @@ import (
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
-// endRecorder is a SessionEnder that notes each request and the drops.
+// endRecorder is a SessionEnder that passes on each request it is asked
+// to act on ("principal/session/reason") and each drop.
 type endRecorder struct {
-	mu      sync.Mutex
-	ended   []string // "principal/session/reason"
-	dropped []string
+	ended   chan string
+	dropped chan string
+}
+
+func newEndRecorder() *endRecorder {
+	return &endRecorder{ended: make(chan string, 16), dropped: make(chan string, 16)}
 }
 
 func (e *endRecorder) Disconnect(principal, sessionID, reason string) int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.ended = append(e.ended, principal+"/"+sessionID+"/"+reason)
+	e.ended <- principal + "/" + sessionID + "/" + reason
 	return 1
 }
 
-func (e *endRecorder) drop(reason string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.dropped = append(e.dropped, reason)
-}
+func (e *endRecorder) drop(reason string) { e.dropped <- reason }
 
-func (e *endRecorder) snapshot() (ended, dropped []string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return slices.Clone(e.ended), slices.Clone(e.dropped)
+// next returns the next value of ch, failing the test after clientTimeout.
+func next(t *testing.T, ch <-chan string, what string) string {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(clientTimeout):
+		t.Fatalf("no %s after %v", what, clientTimeout)
+		return ""
+	}
 }
 
 func startDisconnects(t *testing.T, rdb redis.UniversalClient, key string) (*Disconnects, *endRecorder) {
 	t.Helper()
-	rec := &endRecorder{}
+	rec := newEndRecorder()
 	d, err := StartDisconnects(DisconnectConfig{Client: rdb, Sessions: rec, Key: key, MaxPayload: 1 << 10, Dropped: rec.drop})
 	if err != nil {
 		t.Fatalf("StartDisconnects: %v", err)
@@ -63,14 +64,14 @@ func TestDisconnects(t *testing.T) {
 	a, recA := startDisconnects(t, rdb, key)
 	_, recB := startDisconnects(t, rdb, key)
 	poll.Until(t, clientTimeout, func() error {
-		n, err := rdb.PubSubNumSub(context.Background(), DisconnectChannel).Result()
+		n, err := rdb.PubSubNumSub(t.Context(), DisconnectChannel).Result()
 		if err != nil || n[DisconnectChannel] != 2 {
 			return fmt.Errorf("%s has %v subscribers, want 2 (%v)", DisconnectChannel, n, err)
 		}
 		return nil
 	})
 
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := a.Disconnect(ctx, "alice", "", "revoked"); err != nil {
 		t.Fatalf("Disconnect: %v", err)
 	}
@@ -79,16 +80,23 @@ func TestDisconnects(t *testing.T) {
 			t.Fatalf("Publish: %v", err)
 		}
 	}
-	wantDropped := []string{DropTooLarge, DropMalformed, DropUnsigned}
-	poll.Until(t, clientTimeout, func() error {
-		ended, dropped := recB.snapshot()
-		if !slices.Equal(ended, []string{"alice//revoked"}) || !slices.Equal(dropped, wantDropped) {
-			return fmt.Errorf("b ended %q and dropped %q, want [alice//revoked] and %q", ended, dropped, wantDropped)
+	if got := next(t, recB.ended, "request acted on"); got != "alice//revoked" {
+		t.Errorf("b ended %q, want alice//revoked", got)
+	}
+	for _, want := range []string{DropTooLarge, DropMalformed, DropUnsigned} {
+		if got := next(t, recB.dropped, "drop"); got != want {
+			t.Errorf("b dropped a request as %q, want %q", got, want)
 		}
-		return nil
-	})
-	if ended, _ := recA.snapshot(); len(ended) > 0 {
-		t.Errorf("the sender acted on its own request: %q", ended)
+	}
+	// Each instance handles requests in order: once a has dropped the
+	// three after its own, it has seen its own and acted on none of it.
+	for range 3 {
+		next(t, recA.dropped, "drop on the sender")
+	}
+	select {
+	case got := <-recA.ended:
+		t.Errorf("the sender acted on its own request: %q", got)
+	default:
 	}
 }
 
@@ -100,10 +108,10 @@ func TestDisconnectConfigErrors(t *testing.T) {
 		cfg  DisconnectConfig
 		want string
 	}{
-		{"no client", DisconnectConfig{Sessions: &endRecorder{}}, "relay: DisconnectConfig.Client is nil"},
+		{"no client", DisconnectConfig{Sessions: newEndRecorder()}, "relay: DisconnectConfig.Client is nil"},
 		{"no sessions", DisconnectConfig{Client: rdb}, "relay: DisconnectConfig.Sessions is nil"},
-		{"negative payload", DisconnectConfig{Client: rdb, Sessions: &endRecorder{}, MaxPayload: -1}, "relay: DisconnectConfig.MaxPayload -1 is negative"},
-		{"short key", DisconnectConfig{Client: rdb, Sessions: &endRecorder{}, Key: "short"}, "relay: Key is 5 bytes"},
+		{"negative payload", DisconnectConfig{Client: rdb, Sessions: newEndRecorder(), MaxPayload: -1}, "relay: DisconnectConfig.MaxPayload -1 is negative"},
+		{"short key", DisconnectConfig{Client: rdb, Sessions: newEndRecorder(), Key: "short"}, "relay: Key is 5 bytes"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			d, err := StartDisconnects(tt.cfg)
