@@ -140,4 +140,12 @@
 // them has worked again, so one outage is one pair of lines. While it
 // lasts and nothing is published, the publisher checks Redis with PING
 // every RetryInterval. Subscription connections are replaced as above.
+//
+// # Ending sessions on other instances
+//
+// Disconnects carries one more kind of message between instances: a
+// request to end the sessions of a principal, or one session, wherever
+// they are (the server API's disconnect; a session cap that displaces a
+// session held elsewhere). It travels on DisconnectChannel in the same
+// envelope, signed with the same key, bounded and counted alike.
 package relay

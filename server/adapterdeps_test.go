@@ -7,16 +7,18 @@ import (
 )
 
 // adapterPackages plug Redis, JWTs, Prometheus and the HTTP API into the
-// core. Each may build on the core, on the leaves they share (clientip,
-// policy, internal/...) and on the world outside, never on another
-// adapter: what two adapters need alike gets a package of its own, so
-// that each can be read, tested and replaced alone.
+// core, and policy feeds the binary and the nginx renderer. Each may build
+// on the core, on the leaves they share (clientip, internal/...) and on
+// the world outside, never on another adapter: what two adapters need
+// alike gets a package of its own, so that each can be read, tested and
+// replaced alone.
 var adapterPackages = []string{
 	module + "api",
 	module + "appstream",
 	module + "handshake",
 	module + "jwtauth",
 	module + "metrics",
+	module + "policy",
 	module + "relay",
 	module + "sessioncap",
 }

@@ -9,14 +9,16 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/clientip"
-	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/server"
 )
 
-// DefaultRetryAfter is the default MiddlewareConfig.RetryAfter: the
-// policy's CapRetryAfter, which the rendered nginx configuration announces
-// too (see its reasoning there).
-const DefaultRetryAfter = policy.CapRetryAfter
+// DefaultRetryAfter is the default MiddlewareConfig.RetryAfter. A cap
+// frees a slot when a session ends, which no rate predicts; the refusal a
+// person meets at the cap is mostly a page reload whose new socket arrives
+// before the old one's close, seen within a round trip, so a retry 2
+// seconds later passes. A program that also renders an nginx limit_conn
+// should pass the Retry-After nginx announces, so both answer alike.
+const DefaultRetryAfter = 2 * time.Second
 
 // DefaultAcquireTimeout bounds one Acquire made for a handshake or a
 // CONNECT beyond the Redis call's own timeout: a session is never held

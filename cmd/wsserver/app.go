@@ -43,86 +43,133 @@ type app struct {
 	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
-	fanout   *fanout                // disconnect requests between instances; nil without -redis-url
+	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
 }
 
 // newApp builds the server from settings that validate has accepted.
+// It reads in the order a request meets the parts: the handshake limiter,
+// the session caps, the STOMP server (its chain, broker and relay, and
+// backend), then the public listener's routes, which put the limiter and
+// the caps in front of the server and so are assembled once those exist,
+// and the admin listener. Whatever was built before a failure is released
+// once, here.
 func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	a := &app{registry: metrics.NewRegistry()}
-	// Whatever was built before a failure is released once, here.
 	defer func() {
 		if err != nil {
 			a.close()
 		}
 	}()
-	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
-	if err != nil {
-		return nil, fmt.Errorf("-metrics-destination-prefixes: %w", err)
-	}
-	a.metrics = m
-	obs := observer{m}
-
-	// Handshake limiter: the policy's ws_handshake zone, in Redis when
-	// configured, in process memory otherwise.
-	pol, err := policy.Load(st.policyFile)
-	if err != nil {
-		return nil, fmt.Errorf("-policy: %w", err)
-	}
-	zone, ok := pol.Zone(policy.ZoneHandshake)
-	if !ok {
-		return nil, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
-	}
-	lim := handshake.Limit{Name: zone.Name, Rate: int64(zone.Rate), Burst: zone.Burst}
-	trusted, err := clientip.ParseTrustedProxies(st.trustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
-	}
-	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: obs}
-	if st.redisURL != "" {
-		client, err := redisclient.New(st.redisURL)
-		if err != nil {
-			return nil, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
-		}
-		a.redis = client
-		if err := checkEviction(client, "redis-url", st, logger); err != nil {
-			return nil, err
-		}
-		rcfg := handshake.RedisConfig{Client: client, Timeout: st.redisTimeout}
-		st.limiterConfig(&hcfg, &rcfg)
-		rs, err := handshake.NewRedisStore(rcfg)
-		if err != nil {
-			return nil, err
-		}
-		hcfg.Redis = rs
-		a.observeHandshakePipeline(rs)
-	}
-	a.limiter, err = handshake.New(hcfg)
-	if err != nil {
+	if err := a.newMetrics(st, logger); err != nil {
 		return nil, err
 	}
-
-	keys, err := a.newKeySource(st, logger)
+	edge, err := a.newHandshakeLimiter(st, logger)
 	if err != nil {
 		return nil, err
 	}
 	if err := a.newSessionCaps(st, logger); err != nil {
 		return nil, err
 	}
+	if err := a.newServer(st, logger); err != nil {
+		return nil, err
+	}
+	if err := a.startDisconnects(st, logger); err != nil {
+		return nil, err
+	}
+	if a.handler, err = a.publicHandler(st, edge, logger); err != nil {
+		return nil, err
+	}
+	if a.admin, err = a.adminHandler(st, logger); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// newMetrics builds the collectors on a.registry.
+func (a *app) newMetrics(st *settings, logger *slog.Logger) error {
+	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
+	if err != nil {
+		return fmt.Errorf("-metrics-destination-prefixes: %w", err)
+	}
+	a.metrics = m
+	return nil
+}
+
+// edge is what the public listener's handshake middleware needs beyond
+// the limiter itself: the policy's ws_handshake zone and the proxies whose
+// client-address headers are believed.
+type edge struct {
+	zone    policy.Zone
+	trusted []netip.Prefix
+}
+
+// newHandshakeLimiter builds the handshake limiter of the policy's
+// ws_handshake zone: in Redis with -redis-url (connecting a.redis, which
+// the caps, the relay and the disconnects share), in process memory
+// otherwise. It sets a.limiter.
+func (a *app) newHandshakeLimiter(st *settings, logger *slog.Logger) (edge, error) {
+	pol, err := policy.Load(st.policyFile)
+	if err != nil {
+		return edge{}, fmt.Errorf("-policy: %w", err)
+	}
+	zone, ok := pol.Zone(policy.ZoneHandshake)
+	if !ok {
+		return edge{}, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
+	}
+	trusted, err := clientip.ParseTrustedProxies(st.trustedProxies)
+	if err != nil {
+		return edge{}, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
+	}
+	hcfg := handshake.Config{FailClosed: st.limiterFail == "closed", Logger: logger, Observer: observer{a.metrics}}
+	if st.redisURL != "" {
+		client, err := redisclient.New(st.redisURL)
+		if err != nil {
+			return edge{}, fmt.Errorf("-redis-url (%s): %w", envName("redis-url"), err)
+		}
+		a.redis = client
+		if err := checkEviction(client, "redis-url", st, logger); err != nil {
+			return edge{}, err
+		}
+		rcfg := handshake.RedisConfig{Client: client, Timeout: st.redisTimeout}
+		st.limiterConfig(&hcfg, &rcfg)
+		rs, err := handshake.NewRedisStore(rcfg)
+		if err != nil {
+			return edge{}, err
+		}
+		hcfg.Redis = rs
+		a.observeHandshakePipeline(rs)
+	}
+	if a.limiter, err = handshake.New(hcfg); err != nil {
+		return edge{}, err
+	}
+	return edge{zone: zone, trusted: trusted}, nil
+}
+
+// newServer builds the STOMP server and, in the order a frame meets
+// them, what it hands frames to: the interceptor chain, the broker (with
+// the relay to other instances) and the backend of app destinations. It
+// sets a.stomp.
+func (a *app) newServer(st *settings, logger *slog.Logger) error {
+	obs := observer{a.metrics}
+	keys, err := a.newKeySource(st, logger)
+	if err != nil {
+		return err
+	}
 	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
 	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Topic fan-out across instances: the relay is the broker's hooks
 	// (it subscribes to the destinations with local subscribers) and the
 	// server's relay (it publishes every SEND that passed the chain).
 	b, srvRelay, err := a.newBroker(st, obs, logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	appHandler, err := a.newAppHandler(st, logger)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	inFrames, inBytes := st.inboundBudget()
 	a.stomp, err = server.New(server.Config{
@@ -164,54 +211,10 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		AppTimeout:           st.appTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.observeOutbound()
-	if a.redis != nil {
-		signer, err := st.relaySigner()
-		if err != nil {
-			return nil, err
-		}
-		a.fanout = startFanout(a.redis, a.stomp, fanoutTrust{signer, st.relayPayloadLimit(), a.metrics}, logger)
-	}
-	capped, err := a.capHandshakes(zone, trusted, st.ipv6Prefix, logger, a.stomp)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
-		Limiter:        a.limiter,
-		Limit:          lim,
-		TrustedProxies: trusted,
-		IPv6Prefix:     st.ipv6Prefix,
-		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitHandshake) },
-		Logger:         logger,
-	}, capped)
-	if err != nil {
-		return nil, err
-	}
-
-	mux := http.NewServeMux()
-	mux.Handle(st.wsPath, ws)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !a.stomp.Ready() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
-	if st.demo {
-		// The demo page, its assets and the session counts it polls.
-		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
-	}
-	a.handler = mux
-	a.admin, err = a.adminHandler(st, logger)
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+	return nil
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
@@ -294,6 +297,69 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 	return b, r, nil
 }
 
+// startDisconnects lets the instances sharing -redis-url end each other's
+// sessions (the server API's disconnect, a session cap's displacement),
+// signed with -relay-key. It sets a.fanout; without Redis it does nothing.
+func (a *app) startDisconnects(st *settings, logger *slog.Logger) error {
+	if a.redis == nil {
+		return nil
+	}
+	d, err := relay.StartDisconnects(relay.DisconnectConfig{
+		Client:     a.redis,
+		Sessions:   a.stomp,
+		MaxPayload: st.relayPayloadLimit(),
+		Key:        st.relayKey,
+		MaxAge:     st.relayMaxAge,
+		Dropped: func(reason string) {
+			a.metrics.RelayDisconnectDropped(metrics.RelayDropReasonOf(reason), 1)
+		},
+		Logger: logger,
+	})
+	if err != nil {
+		return fmt.Errorf("-relay-key (%s): %w", envName("relay-key"), err)
+	}
+	a.fanout = d
+	return nil
+}
+
+// publicHandler is the public listener's routes: the WebSocket path
+// through the handshake limiter and the per-client session cap to the
+// STOMP server; health and readiness; the demo page.
+func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Handler, error) {
+	capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, a.stomp)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
+		Limiter:        a.limiter,
+		Limit:          handshake.Limit{Name: e.zone.Name, Rate: int64(e.zone.Rate), Burst: e.zone.Burst},
+		TrustedProxies: e.trusted,
+		IPv6Prefix:     st.ipv6Prefix,
+		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitHandshake) },
+		Logger:         logger,
+	}, capped)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(st.wsPath, ws)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !a.stomp.Ready() {
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	if st.demo {
+		// The demo page, its assets and the session counts it polls.
+		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
+	}
+	return mux, nil
+}
+
 // close releases what newApp built: the relay first (it publishes what is
 // still queued), then the Redis client it uses. Call it after the STOMP
 // sessions are shut down.
@@ -308,7 +374,7 @@ func (a *app) close() {
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}
-	a.fanout.close()
+	_ = a.fanout.Close()
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}

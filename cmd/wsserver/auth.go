@@ -1,22 +1,18 @@
 package main
 
 // Authentication wiring: the JWT verifier the PrincipalStage is given, the
-// public-key source of RS256 and ES256 tokens (a PEM file or a JWKS), its
-// metrics, and the log filter that keeps tokens out of every log line.
+// public-key source of RS256 and ES256 tokens (a PEM file or a JWKS) and
+// its metrics. Tokens are kept out of the logs by internal/redact.
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"os"
-	"regexp"
-	"strings"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/jwtauth"
+	"github.com/stompgate/stompgate/metrics"
 )
 
 // validateAuth checks the JWT settings; validate calls it.
@@ -60,7 +56,7 @@ func (a *app) newKeySource(st *settings, logger *slog.Logger) (jwtauth.KeySource
 		}
 		return keys, nil
 	case st.jwtJWKSURL != "":
-		obs, err := newJWKSMetrics(a.registry)
+		obs, err := metrics.NewJWKS(a.registry)
 		if err != nil {
 			return nil, err
 		}
@@ -91,146 +87,4 @@ func tokenVerifier(st *settings, keys jwtauth.KeySource) (interceptor.TokenVerif
 		return nil, fmt.Errorf("-jwt-secret / -jwt-public-key / -jwt-jwks-url: %w", err)
 	}
 	return v, nil
-}
-
-// jwksMetrics counts what the JWKS does. Every series exists from the
-// start at zero, so an alert on a rate sees the first failure.
-type jwksMetrics struct {
-	fetches map[string]prometheus.Counter
-	keys    prometheus.Gauge
-	skipped map[string]prometheus.Counter
-	limited prometheus.Counter
-}
-
-var _ jwtauth.JWKSObserver = (*jwksMetrics)(nil)
-
-func newJWKSMetrics(reg prometheus.Registerer) (*jwksMetrics, error) {
-	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stompgate_jwks_fetches_total",
-		Help: "Fetches of the -jwt-jwks-url key set by result: ok, error (request failed or not 200), too_large, invalid (not a JWK set or no usable key). A failed fetch keeps the last good keys.",
-	}, []string{"result"})
-	skipped := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "stompgate_jwks_keys_skipped_total",
-		Help: "Keys of fetched JWK sets that were not kept, by reason: unusable (not an RSA-2048+ or EC P-256 signing key) or over_limit (beyond the most keys kept).",
-	}, []string{"reason"})
-	m := &jwksMetrics{
-		fetches: map[string]prometheus.Counter{},
-		skipped: map[string]prometheus.Counter{},
-		keys: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "stompgate_jwks_keys",
-			Help: "Keys held from the -jwt-jwks-url key set.",
-		}),
-		limited: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "stompgate_jwks_refetch_limited_total",
-			Help: "Tokens naming a key the JWK set does not hold, refused without refetching because the last fetch was too recent.",
-		}),
-	}
-	for _, c := range []prometheus.Collector{fetches, skipped, m.keys, m.limited} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("jwks metrics: %w", err)
-		}
-	}
-	for _, r := range []string{jwtauth.JWKSFetchOK, jwtauth.JWKSFetchError, jwtauth.JWKSFetchTooLarge, jwtauth.JWKSFetchInvalid} {
-		m.fetches[r] = fetches.WithLabelValues(r)
-	}
-	for _, r := range []string{jwtauth.JWKSSkipUnusable, jwtauth.JWKSSkipOverLimit} {
-		m.skipped[r] = skipped.WithLabelValues(r)
-	}
-	return m, nil
-}
-
-// JWKSFetched counts a fetch and sets the keys held.
-func (m *jwksMetrics) JWKSFetched(result string, keys int) {
-	if c, ok := m.fetches[result]; ok {
-		c.Inc()
-	}
-	m.keys.Set(float64(keys))
-}
-
-// JWKSKeysSkipped counts keys that were not kept.
-func (m *jwksMetrics) JWKSKeysSkipped(reason string, n int) {
-	if c, ok := m.skipped[reason]; ok {
-		c.Add(float64(n))
-	}
-}
-
-// JWKSRefetchLimited counts a refetch that was not allowed.
-func (m *jwksMetrics) JWKSRefetchLimited() { m.limited.Inc() }
-
-// Tokens must never reach a log: an access_token query parameter (in a
-// URL some error message repeats), or anything shaped like a JWT (three
-// base64url parts, the first one a JSON object: "eyJ").
-var (
-	accessTokenParam = regexp.MustCompile(`(?i)(access_token=)[^&\s"'\\]*`)
-	jwtShape         = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*`)
-)
-
-// redactTokens returns a logger that writes what l writes, with tokens
-// replaced by "REDACTED" in the message and in every string, error and
-// Stringer attribute. Log lines are state changes, not per-frame events,
-// so the scan costs nothing that matters; a line with neither
-// "access_token" nor "eyJ" in it is passed through unchanged.
-func redactTokens(l *slog.Logger) *slog.Logger {
-	return slog.New(redactHandler{l.Handler()})
-}
-
-func redactString(s string) string {
-	if !strings.Contains(s, "eyJ") && !strings.Contains(strings.ToLower(s), "access_token") {
-		return s
-	}
-	s = accessTokenParam.ReplaceAllString(s, "${1}REDACTED")
-	return jwtShape.ReplaceAllString(s, "REDACTED")
-}
-
-// redactHandler is the slog.Handler of redactTokens.
-type redactHandler struct{ h slog.Handler }
-
-func (r redactHandler) Enabled(ctx context.Context, l slog.Level) bool { return r.h.Enabled(ctx, l) }
-
-func (r redactHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, redactString(rec.Message), rec.PC)
-	rec.Attrs(func(a slog.Attr) bool {
-		out.AddAttrs(redactAttr(a))
-		return true
-	})
-	return r.h.Handle(ctx, out)
-}
-
-func (r redactHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	red := make([]slog.Attr, len(attrs))
-	for i, a := range attrs {
-		red[i] = redactAttr(a)
-	}
-	return redactHandler{r.h.WithAttrs(red)}
-}
-
-func (r redactHandler) WithGroup(name string) slog.Handler { return redactHandler{r.h.WithGroup(name)} }
-
-func redactAttr(a slog.Attr) slog.Attr {
-	v := a.Value.Resolve()
-	switch v.Kind() {
-	case slog.KindString:
-		return slog.String(a.Key, redactString(v.String()))
-	case slog.KindGroup:
-		g := v.Group()
-		red := make([]slog.Attr, len(g))
-		for i, ga := range g {
-			red[i] = redactAttr(ga)
-		}
-		return slog.Attr{Key: a.Key, Value: slog.GroupValue(red...)}
-	case slog.KindAny:
-		var s string
-		switch x := v.Any().(type) {
-		case error:
-			s = x.Error()
-		case fmt.Stringer:
-			s = x.String()
-		default:
-			return slog.Attr{Key: a.Key, Value: v}
-		}
-		if red := redactString(s); red != s {
-			return slog.String(a.Key, red)
-		}
-	}
-	return slog.Attr{Key: a.Key, Value: v}
 }

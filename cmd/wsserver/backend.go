@@ -18,6 +18,7 @@ import (
 	"github.com/stompgate/stompgate/appstream"
 	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/internal/redisclient"
+	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -157,6 +158,10 @@ func (a *app) newAppHandler(st *settings, logger *slog.Logger) (server.AppHandle
 	}
 	return h, nil
 }
+
+// The server API asks the other instances to end sessions through the
+// disconnect channel.
+var _ api.Others = (*relay.Disconnects)(nil)
 
 // mountAPI serves the server API on the admin mux when -api-key is set.
 func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stompgate/stompgate/appstream"
 	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/relay"
 )
 
 // apiCall sends one server API request to the admin listener of the
@@ -94,9 +95,9 @@ func TestBackendSeams(t *testing.T) {
 	// Instance A's API ends the player's session on B: A has none
 	// itself, B hears the request on Redis.
 	waitFor(t, clientTimeout, func() error {
-		n, err := rdb.PubSubNumSub(ctx, disconnectChannel).Result()
-		if err != nil || n[disconnectChannel] != 2 {
-			return fmt.Errorf("%s has %v subscribers, want both instances (%v)", disconnectChannel, n, err)
+		n, err := rdb.PubSubNumSub(ctx, relay.DisconnectChannel).Result()
+		if err != nil || n[relay.DisconnectChannel] != 2 {
+			return fmt.Errorf("%s has %v subscribers, want both instances (%v)", relay.DisconnectChannel, n, err)
 		}
 		return nil
 	})

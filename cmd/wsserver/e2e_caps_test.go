@@ -21,6 +21,7 @@ import (
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/nginx"
 	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/sessioncap"
 )
 
 // capPolicy caps each client IP at capMax open sessions, with a
@@ -448,5 +449,15 @@ func TestSessionCapThroughNginx(t *testing.T) {
 	}
 	if accepted != capMax || refused != 0 {
 		t.Errorf("instances accepted %v and refused %v at the cap, want %d and 0: nginx refuses first", accepted, refused, capMax)
+	}
+}
+
+// TestCapRetryAfterMatchesNginx: the server's refusal at a session cap
+// announces the Retry-After that the rendered nginx limit_conn does, so a
+// client meets one answer whichever of them refuses it.
+func TestCapRetryAfterMatchesNginx(t *testing.T) {
+	t.Parallel()
+	if sessioncap.DefaultRetryAfter != policy.CapRetryAfter {
+		t.Errorf("sessioncap.DefaultRetryAfter = %v, want policy.CapRetryAfter %v", sessioncap.DefaultRetryAfter, policy.CapRetryAfter)
 	}
 }

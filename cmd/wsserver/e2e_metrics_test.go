@@ -275,6 +275,62 @@ func TestHelpListsEnv(t *testing.T) {
 	}
 }
 
+// TestHelpSections checks that -h prints its sections in order
+// (listeners, limits, sessions, Redis, auth, backend, operations), that
+// every flag sits in exactly one of them, and that its line is printed
+// under its own heading.
+func TestHelpSections(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("run -h: got error %v, want flag.ErrHelp", err)
+	}
+	usage := out.String()
+
+	wantOrder := []string{"Listeners:", "Limits:", "Sessions:", "Redis:", "Auth:", "Backend:", "Operations:"}
+	if len(flagSections) != len(wantOrder) {
+		t.Fatalf("%d sections, want %d: %q", len(flagSections), len(wantOrder), wantOrder)
+	}
+	starts := make([]int, len(flagSections)+1)
+	starts[len(flagSections)] = len(usage)
+	for i, sec := range flagSections {
+		if !strings.HasPrefix(sec.title, wantOrder[i]) {
+			t.Errorf("section %d is %q, want %s", i, sec.title, wantOrder[i])
+		}
+		starts[i] = strings.Index(usage, "\n"+sec.title+"\n")
+		if starts[i] < 0 || (i > 0 && starts[i] < starts[i-1]) {
+			t.Fatalf("usage lacks the heading %q after the one before it:\n%s", sec.title, usage)
+		}
+	}
+
+	section := map[string]int{}
+	for i, sec := range flagSections {
+		for _, n := range sec.flags {
+			if j, dup := section[n]; dup {
+				t.Errorf("-%s is in %q and in %q", n, flagSections[j].title, sec.title)
+			}
+			section[n] = i
+		}
+	}
+	var st settings
+	fs := st.flagSet(io.Discard)
+	fs.VisitAll(func(f *flag.Flag) {
+		i, ok := section[f.Name]
+		if !ok {
+			t.Errorf("-%s is in no section of -h", f.Name)
+			return
+		}
+		at := strings.Index(usage, "  -"+f.Name+" (")
+		if at < starts[i] || at > starts[i+1] {
+			t.Errorf("-%s is not printed under %q", f.Name, flagSections[i].title)
+		}
+	})
+	for n := range section {
+		if fs.Lookup(n) == nil {
+			t.Errorf("section lists -%s, which is no flag", n)
+		}
+	}
+}
+
 // TestEnvironmentSetsAndFlagWins checks the precedence documented on
 // settings: an environment variable sets a setting, and a flag on the
 // command line wins over it. It is seen end to end through the limit the

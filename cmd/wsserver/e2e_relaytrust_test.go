@@ -76,10 +76,10 @@ func TestRelayInjection(t *testing.T) {
 		{"5 MB publish", ch, relayPayload(t, nil, dest, make([]byte, 5<<20)), "stompgate_relay_dropped_total", "too_large"},
 		{"unsigned message", ch, relayPayload(t, nil, dest, []byte("forged")), "stompgate_relay_dropped_total", "unsigned"},
 		{"message under another key", ch, relayPayload(t, otherSigner(t), dest, []byte("forged")), "stompgate_relay_dropped_total", "bad_signature"},
-		{"5 MB disconnect", disconnectChannel, make([]byte, 5<<20), "stompgate_relay_disconnect_dropped_total", "too_large"},
-		{"plain JSON disconnect", disconnectChannel, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), "stompgate_relay_disconnect_dropped_total", "malformed"},
-		{"unsigned disconnect", disconnectChannel, (*relay.Signer)(nil).Seal(nil, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), time.Now()), "stompgate_relay_disconnect_dropped_total", "unsigned"},
-		{"disconnect under another key", disconnectChannel, otherSigner(t).Seal(nil, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), time.Now()), "stompgate_relay_disconnect_dropped_total", "bad_signature"},
+		{"5 MB disconnect", relay.DisconnectChannel, make([]byte, 5<<20), "stompgate_relay_disconnect_dropped_total", "too_large"},
+		{"plain JSON disconnect", relay.DisconnectChannel, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), "stompgate_relay_disconnect_dropped_total", "malformed"},
+		{"unsigned disconnect", relay.DisconnectChannel, (*relay.Signer)(nil).Seal(nil, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), time.Now()), "stompgate_relay_disconnect_dropped_total", "unsigned"},
+		{"disconnect under another key", relay.DisconnectChannel, otherSigner(t).Seal(nil, []byte(fmt.Sprintf(`{"from":"x","session":%q}`, victim.Session())), time.Now()), "stompgate_relay_disconnect_dropped_total", "bad_signature"},
 	}
 	for _, a := range attacks {
 		if err := rdb.Publish(ctx, a.channel, a.payload).Err(); err != nil {

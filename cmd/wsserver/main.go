@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/internal/procs"
+	"github.com/stompgate/stompgate/internal/redact"
 	"github.com/stompgate/stompgate/metrics"
 )
 
@@ -129,7 +130,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // newLogger returns the program's logger, writing to w at level in
-// format, with tokens redacted (redactTokens) from every line.
+// format, with tokens redacted (redact.Tokens) from every line.
 func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -138,9 +139,9 @@ func newLogger(level, format string, w io.Writer) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv, ReplaceAttr: durationsAsText}
 	switch format {
 	case "text":
-		return redactTokens(slog.New(slog.NewTextHandler(w, opts))), nil
+		return redact.Tokens(slog.New(slog.NewTextHandler(w, opts))), nil
 	case "json":
-		return redactTokens(slog.New(slog.NewJSONHandler(w, opts))), nil
+		return redact.Tokens(slog.New(slog.NewJSONHandler(w, opts))), nil
 	}
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
 }

@@ -1,18 +1,14 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/stompgate/stompgate/internal/httptimeout"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/server"
 )
@@ -106,100 +102,11 @@ func badSetting(name string, v any, why string) error {
 // connection closed while waiting for its next request, read for one
 // closed while a request came too slowly. It sets hs.ConnState.
 func countTimeouts(ln net.Listener, hs *http.Server, m *metrics.Metrics) net.Listener {
-	hs.ConnState = func(c net.Conn, st http.ConnState) {
-		wc, ok := c.(*watchedConn)
-		if !ok {
-			return
-		}
-		if st != http.StateClosed {
-			wc.state.Store(int32(st))
-			if st == http.StateIdle {
-				// A read aborted while the request was handled is no
-				// timeout of the next one.
-				wc.timedOut.Store(false)
-			}
-			return
-		}
-		if !wc.timedOut.Load() {
-			return
-		}
-		if http.ConnState(wc.state.Load()) == http.StateIdle {
+	return httptimeout.Count(ln, hs, func(k httptimeout.Kind) {
+		if k == httptimeout.Idle {
 			m.HTTPTimedOut(metrics.HTTPTimeoutIdle)
 		} else {
 			m.HTTPTimedOut(metrics.HTTPTimeoutRead)
 		}
-	}
-	return watchedListener{ln}
-}
-
-// watchedListener hands out watchedConns.
-type watchedListener struct{ net.Listener }
-
-func (l watchedListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return &watchedConn{Conn: c}, nil
-}
-
-// watchedConn notes whether a read ended because its deadline passed.
-// net/http also sets a deadline in the past to abort a background read
-// while a handler runs; such reads are not timeouts and are not noted.
-// After a hijack the connection is a WebSocket session's, which reads
-// without deadlines.
-type watchedConn struct {
-	net.Conn
-	state    atomic.Int32 // the http.ConnState last reported
-	aborting atomic.Bool  // the read deadline was set in the past
-	timedOut atomic.Bool  // a read ran into its deadline
-}
-
-func (c *watchedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil && !c.aborting.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
-		c.timedOut.Store(true)
-	}
-	return n, err
-}
-
-func (c *watchedConn) SetDeadline(t time.Time) error {
-	c.noteDeadline(t)
-	return c.Conn.SetDeadline(t)
-}
-
-func (c *watchedConn) SetReadDeadline(t time.Time) error {
-	c.noteDeadline(t)
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *watchedConn) noteDeadline(t time.Time) {
-	c.aborting.Store(!t.IsZero() && t.Before(time.Now()))
-}
-
-// CloseWrite keeps net/http's graceful close of a TCP connection (it
-// half-closes before closing after an error response).
-func (c *watchedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return nil
-}
-
-// ReadFrom keeps the kernel's sendfile path for responses copied from a
-// file.
-func (c *watchedConn) ReadFrom(r io.Reader) (int64, error) {
-	if rf, ok := c.Conn.(io.ReaderFrom); ok {
-		return rf.ReadFrom(r)
-	}
-	return io.Copy(struct{ io.Writer }{c.Conn}, r)
-}
-
-// SyscallConn exposes the descriptor, so that a WebSocket session can wait
-// for bytes on it without holding a read buffer.
-func (c *watchedConn) SyscallConn() (syscall.RawConn, error) {
-	if sc, ok := c.Conn.(syscall.Conn); ok {
-		return sc.SyscallConn()
-	}
-	return nil, errors.New("wsserver: the connection has no descriptor")
+	})
 }

@@ -47,12 +47,3 @@ func (s *settings) relayPayloadLimit() int {
 	}
 	return max(s.maxFrameSize, s.apiMaxBody) + relay.PayloadOverhead
 }
-
-// relaySigner is the Signer of -relay-key; nil without a key.
-func (s *settings) relaySigner() (*relay.Signer, error) {
-	sg, err := relay.NewSigner(s.relayKey, s.relayMaxAge)
-	if err != nil {
-		return nil, fmt.Errorf("-relay-key (%s): %w", envName("relay-key"), err)
-	}
-	return sg, nil
-}

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -176,16 +175,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
 
-	fs.Usage = func() {
-		fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n\n")
-		var names []string
-		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-		sort.Strings(names)
-		for _, n := range names {
-			f := fs.Lookup(n)
-			fmt.Fprintf(out, "  -%s (%s)\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
-		}
-	}
+	fs.Usage = func() { printUsage(out, fs) }
 	return fs
 }
 

@@ -1,4 +1,4 @@
-package main
+package redact
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestRedactString(t *testing.T) {
+func TestString(t *testing.T) {
 	const jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJl"
 	tests := []struct{ in, want string }{
 		{"session closed", "session closed"},
@@ -19,8 +19,8 @@ func TestRedactString(t *testing.T) {
 		{"eyJ alone is no token", "eyJ alone is no token"},
 	}
 	for _, tt := range tests {
-		if got := redactString(tt.in); got != tt.want {
-			t.Errorf("redactString(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := String(tt.in); got != tt.want {
+			t.Errorf("String(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
@@ -28,9 +28,9 @@ func TestRedactString(t *testing.T) {
 // Every place a value can reach a log line goes through the filter: the
 // message, string, error and grouped attributes, and attributes added
 // with With.
-func TestRedactTokensHandler(t *testing.T) {
+func TestTokens(t *testing.T) {
 	var buf bytes.Buffer
-	l := redactTokens(slog.New(slog.NewJSONHandler(&buf, nil)))
+	l := Tokens(slog.New(slog.NewJSONHandler(&buf, nil)))
 	l = l.With("url", "/ws?access_token=with-attr")
 	l.WithGroup("g").Info("GET /ws?access_token=in-message",
 		"s", "access_token=in-string",

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+)
+
+// flagSection is one heading of -h: the settings of one subject, in the
+// order an operator reads them.
+type flagSection struct {
+	title string
+	flags []string
+}
+
+// flagSections orders -h by subject, in the order a request meets them:
+// where it arrives, what bounds it, the session it becomes, the shared
+// state behind it, who it is, where its messages go, and how the process
+// is run. Every flag is in exactly one section (TestHelpSections).
+var flagSections = []flagSection{
+	{"Listeners: where the server listens and how long an HTTP peer may take", []string{
+		"addr", "ws-path", "allowed-origins", "demo", "admin-addr", "pprof",
+		"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
+	}},
+	{"Limits: handshake rate, bans, session caps and per-session rates", []string{
+		"policy", "trusted-proxies", "ipv6-prefix", "limiter-fail", "limiter-shed-keys", "limiter-in-flight-per-key",
+		"max-sessions-per-principal", "session-cap-displace", "session-lease-ttl",
+		"send-limit", "send-window", "send-limit-algorithm", "limited-commands",
+		"abuse-drops", "abuse-window", "abuse-ban",
+		"control-limit", "control-window", "inbound-frames", "inbound-bytes", "inbound-window",
+	}},
+	{"Sessions: frames, heart-beats, queues and transactions", []string{
+		"max-frame-size", "max-headers", "max-header-line", "max-subscriptions", "connect-timeout",
+		"heart-beat-send", "heart-beat-receive", "heart-beat-tolerance", "max-heart-beat",
+		"ping-interval", "ping-timeout",
+		"outbound-queue", "outbound-bytes", "outbound-total-bytes", "socket-send-buffer", "write-timeout",
+		"max-transactions", "max-transaction-frames", "max-transaction-bytes",
+	}},
+	{"Redis: the state instances share and the relay between them", []string{
+		"redis-url", "redis-timeout", "redis-queue-wait", "redis-timeouts-to-fail", "redis-confirm-timeout",
+		"relay", "relay-key", "relay-max-age", "relay-max-payload",
+	}},
+	{"Auth: JWT verification and how often a session's token is checked", []string{
+		"jwt-secret", "auth-required", "jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
+		"remembered-tokens", "token-checks", "token-check-window",
+	}},
+	{"Backend: app destinations and the server API", []string{
+		"app-prefix", "app-timeout", "app-stream", "app-stream-maxlen",
+		"app-stream-principal-bytes", "app-stream-address-bytes", "app-stream-total-bytes",
+		"app-redis-url", "redis-allow-eviction", "api-key", "api-max-body",
+	}},
+	{"Operations: logs, metrics, draining, shutdown and processors", []string{
+		"log-level", "log-format", "metrics-destination-prefixes",
+		"drain-period", "drain-grace", "shutdown-timeout",
+		"adaptive-procs", "adaptive-procs-hold", "adaptive-procs-wait",
+	}},
+}
+
+// printUsage writes -h: the command lines, then every flag of fs by
+// section, each with its environment variable and default.
+func printUsage(out io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n")
+	for _, sec := range flagSections {
+		fmt.Fprintf(out, "\n%s\n", sec.title)
+		for _, n := range sec.flags {
+			if f := fs.Lookup(n); f != nil {
+				fmt.Fprintf(out, "  -%s (%s)\n    \t%s (default %q)\n", f.Name, envName(f.Name), f.Usage, f.DefValue)
+			}
+		}
+	}
+}
