@@ -4,8 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // The store label of the handshake limiter metrics: the store that answered
@@ -88,8 +87,8 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		"WebSocket upgrade requests, by result.", "result")
 	// The results are the server's vocabulary (server.HandshakeResults),
 	// each resolved once here.
-	m.handshakes = make(map[*server.HandshakeResult]prometheus.Counter)
-	for _, r := range server.HandshakeResults() {
+	m.handshakes = make(map[*outcome.Handshake]prometheus.Counter)
+	for _, r := range outcome.Handshakes() {
 		m.handshakes[r] = results.WithLabelValues(r.String())
 	}
 	m.handshakesOther = results.WithLabelValues(labelOther)
@@ -112,7 +111,7 @@ func (m *Metrics) buildHandshakes(b *builder) {
 
 // Handshake counts one WebSocket upgrade request
 // (stompgate_handshakes_total{result}).
-func (m *Metrics) Handshake(result *server.HandshakeResult) {
+func (m *Metrics) Handshake(result *outcome.Handshake) {
 	if m == nil {
 		return
 	}

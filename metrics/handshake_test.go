@@ -5,20 +5,20 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/handshake"
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestHandshakes(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
 	for range 4 {
-		m.Handshake(server.HandshakeAccepted)
+		m.Handshake(outcome.HandshakeAccepted)
 	}
-	m.Handshake(server.HandshakeRejectedLimit)
-	m.Handshake(server.HandshakeRejectedLimit)
-	m.Handshake(server.HandshakeRejectedBan)
-	m.Handshake(server.HandshakeStoreError)
-	m.Handshake(&server.HandshakeResult{})
+	m.Handshake(outcome.HandshakeRejectedLimit)
+	m.Handshake(outcome.HandshakeRejectedLimit)
+	m.Handshake(outcome.HandshakeRejectedBan)
+	m.Handshake(outcome.HandshakeStoreError)
+	m.Handshake(&outcome.Handshake{})
 
 	tests := []struct {
 		result string

@@ -7,8 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // MaxDestinationPrefixes bounds Config.DestinationPrefixes. Each prefix is
@@ -73,10 +72,10 @@ func (c Config) withDefaults() (Config, error) {
 type Metrics struct {
 	sessionsActive      prometheus.Gauge
 	sessionsOpened      prometheus.Counter
-	sessionsClosed      map[*server.CloseReason]prometheus.Counter
+	sessionsClosed      map[*outcome.Close]prometheus.Counter
 	sessionsClosedOther prometheus.Counter
 
-	handshakes         map[*server.HandshakeResult]prometheus.Counter
+	handshakes         map[*outcome.Handshake]prometheus.Counter
 	handshakesOther    prometheus.Counter
 	limiterDecision    [numStores]prometheus.Observer
 	limiterStoreErrors [numStores]prometheus.Counter

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/policy"
-	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
 )
 
@@ -135,9 +135,9 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 		o.m.SessionCapAcquired(metrics.CapScopeOf(scope))
 	case scope != sessioncap.ScopeIP:
 	case d.Store == sessioncap.StoreNone:
-		o.m.Handshake(server.HandshakeStoreError)
+		o.m.Handshake(outcome.HandshakeStoreError)
 	default:
-		o.m.Handshake(server.HandshakeRejectedSessionCap)
+		o.m.Handshake(outcome.HandshakeRejectedSessionCap)
 	}
 }
 
