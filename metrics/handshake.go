@@ -20,9 +20,9 @@ const (
 
 var storeLabels = [numStores]string{
 	storeOther:  labelOther,
-	storeRedis:  "redis",
-	storeMemory: "memory",
-	storeLocal:  "local",
+	storeRedis:  outcome.StoreRedis,
+	storeMemory: outcome.StoreMemory,
+	storeLocal:  outcome.StoreLocal,
 }
 
 // The reason label of stompgate_handshake_limiter_local_decisions_total:
@@ -40,11 +40,11 @@ const (
 
 var localLabels = [numLocalReasons]string{
 	localOther:     labelOther,
-	localRefused:   "refused",
-	localInFlight:  "in_flight",
-	localQueueFull: "queue_full",
-	localQueueWait: "queue_wait",
-	localTimeout:   "timeout",
+	localRefused:   outcome.LocalRefused,
+	localInFlight:  outcome.LocalInFlight,
+	localQueueFull: outcome.LocalQueueFull,
+	localQueueWait: outcome.LocalQueueWait,
+	localTimeout:   outcome.LocalTimeout,
 }
 
 // The result label of the confirmation counters
@@ -59,8 +59,8 @@ const (
 )
 
 var confirmLabels = [numConfirmResults]string{
-	confirmFailed:   "failed",
-	confirmAnswered: "answered",
+	confirmFailed:   outcome.ConfirmFailed,
+	confirmAnswered: outcome.ConfirmAnswered,
 }
 
 // confirmIndex is the confirmLabels index of a confirmation's outcome.

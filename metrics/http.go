@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // HTTPTimeout says which bound of the public HTTP server closed a
 // connection; it is the kind label of stompgate_http_timeouts_total. The
 // zero value is HTTPTimeoutOther.
@@ -21,8 +23,8 @@ const (
 
 var httpTimeoutLabels = [numHTTPTimeouts]string{
 	HTTPTimeoutOther: labelOther,
-	HTTPTimeoutIdle:  "idle",
-	HTTPTimeoutRead:  "read",
+	HTTPTimeoutIdle:  outcome.HTTPTimeoutIdle,
+	HTTPTimeoutRead:  outcome.HTTPTimeoutRead,
 }
 
 // String returns the label value k is counted under.

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // PrefixLimit says which per-client limit refused a client keyed by its
 // IPv6 prefix; it is the limit label of
 // stompgate_ipv6_prefix_refusals_total. The zero value is
@@ -21,8 +23,8 @@ const (
 
 var prefixLimitLabels = [numPrefixLimits]string{
 	PrefixLimitOther:      labelOther,
-	PrefixLimitHandshake:  "handshake",
-	PrefixLimitSessionCap: "session_cap",
+	PrefixLimitHandshake:  outcome.PrefixLimitHandshake,
+	PrefixLimitSessionCap: outcome.PrefixLimitSessionCap,
 }
 
 // String returns the label value l is counted under.

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // ProcsReason is the reason label of stompgate_procs_changes_total.
 type ProcsReason uint8
 
@@ -21,13 +23,13 @@ const (
 	numProcsReasons = iota
 )
 
-// The label values are spelled here rather than taken from
-// internal/procs; TestProcsLabelsAreProcs keeps the two the same.
+// The label values come from package outcome, where internal/procs takes
+// them too.
 var procsReasonLabels = [numProcsReasons]string{
 	ProcsOther: labelOther,
-	ProcsLoad:  "load",
-	ProcsQueue: "queue",
-	ProcsLower: "lower",
+	ProcsLoad:  outcome.ProcsLoad,
+	ProcsQueue: outcome.ProcsQueue,
+	ProcsLower: outcome.ProcsLower,
 }
 
 // ProcsReasonOf returns the ProcsReason of a reason procs reported;

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stompgate/stompgate/outcome"
+)
 
 // RelayDirection is the direction label of stompgate_relay_messages_total.
 type RelayDirection uint8
@@ -17,13 +20,13 @@ const (
 	numRelayDirections = iota
 )
 
-// The relay's label values are spelled here rather than taken from package
-// relay, which would bring its Redis client into every program that
-// imports metrics; TestRelayLabelsAreTheRelays keeps the two the same.
+// The relay's label values come from package outcome, where package relay
+// takes them too: importing relay would bring its Redis client into every
+// program that imports metrics.
 var relayDirectionLabels = [numRelayDirections]string{
 	RelayOther: labelOther,
-	RelayOut:   "out",
-	RelayIn:    "in",
+	RelayOut:   outcome.RelayOut,
+	RelayIn:    outcome.RelayIn,
 }
 
 // RelayDirectionOf returns the RelayDirection of a direction the relay
@@ -68,13 +71,13 @@ const (
 
 var relayDropReasonLabels = [numRelayDropReasons]string{
 	RelayDropOther:        labelOther,
-	RelayDropQueueFull:    "queue_full",
-	RelayDropRedisError:   "redis_error",
-	RelayDropMalformed:    "malformed",
-	RelayDropTooLarge:     "too_large",
-	RelayDropUnsigned:     "unsigned",
-	RelayDropBadSignature: "bad_signature",
-	RelayDropStale:        "stale",
+	RelayDropQueueFull:    outcome.RelayDropQueueFull,
+	RelayDropRedisError:   outcome.RelayDropRedisError,
+	RelayDropMalformed:    outcome.RelayDropMalformed,
+	RelayDropTooLarge:     outcome.RelayDropTooLarge,
+	RelayDropUnsigned:     outcome.RelayDropUnsigned,
+	RelayDropBadSignature: outcome.RelayDropBadSignature,
+	RelayDropStale:        outcome.RelayDropStale,
 }
 
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
@@ -109,9 +112,9 @@ const (
 
 var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
 	RelayResubscribeOther:      labelOther,
-	RelayResubscribeMoved:      "moved",
-	RelayResubscribeConnection: "connection",
-	RelayResubscribeUnanswered: "unanswered",
+	RelayResubscribeMoved:      outcome.RelayResubscribeMoved,
+	RelayResubscribeConnection: outcome.RelayResubscribeConnection,
+	RelayResubscribeUnanswered: outcome.RelayResubscribeUnanswered,
 }
 
 // RelayResubscribeReasonOf returns the RelayResubscribeReason of a

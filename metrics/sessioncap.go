@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stompgate/stompgate/outcome"
+)
 
 // CapScope is the scope label of the session cap metrics: what a cap
 // counts sessions by.
@@ -20,13 +23,13 @@ const (
 	numCapScopes = iota
 )
 
-// The scopes are spelled here rather than taken from package sessioncap,
-// which would bring its Redis client into every program that imports
-// metrics; TestEnumLabels keeps the two the same.
+// The scopes come from package outcome, where package sessioncap takes
+// them too: importing sessioncap would bring its Redis client into every
+// program that imports metrics.
 var capScopeLabels = [numCapScopes]string{
 	CapScopeOther:     labelOther,
-	CapScopeIP:        "ip",
-	CapScopePrincipal: "principal",
+	CapScopeIP:        outcome.CapScopeIP,
+	CapScopePrincipal: outcome.CapScopePrincipal,
 }
 
 // CapScopeOf returns the CapScope of a scope the session caps reported

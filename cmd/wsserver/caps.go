@@ -10,7 +10,6 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
-	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/sessioncap"
 )
@@ -133,11 +132,8 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 	switch {
 	case d.Allowed:
 		o.m.SessionCapAcquired(metrics.CapScopeOf(scope))
-	case scope != sessioncap.ScopeIP:
-	case d.Store == sessioncap.StoreNone:
-		o.m.Handshake(outcome.HandshakeStoreError)
-	default:
-		o.m.Handshake(outcome.HandshakeRejectedSessionCap)
+	case scope == sessioncap.ScopeIP:
+		o.m.Handshake(d.Handshake())
 	}
 }
 

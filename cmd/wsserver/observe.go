@@ -12,8 +12,7 @@ import (
 )
 
 // observer adapts metrics.Metrics to the observer interfaces of the
-// server, the interceptor chain and the handshake limiter, translating
-// their reason strings into the metrics package's bounded enums.
+// server, the interceptor chain, the handshake limiter and the relay.
 type observer struct{ m *metrics.Metrics }
 
 var (
@@ -53,14 +52,8 @@ func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 	if r.Local != "" {
 		o.m.LimiterLocalDecision(r.Local)
 	}
-	switch {
-	case r.Allowed:
-	case r.Banned:
-		o.m.Handshake(outcome.HandshakeRejectedBan)
-	case r.Store == handshake.StoreNone:
-		o.m.Handshake(outcome.HandshakeStoreError)
-	default:
-		o.m.Handshake(outcome.HandshakeRejectedLimit)
+	if h := r.Handshake(); h != nil {
+		o.m.Handshake(h)
 	}
 }
 
