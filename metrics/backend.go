@@ -11,7 +11,7 @@ import (
 
 // The endpoint label of stompgate_api_requests_total: "other", then the
 // server API's endpoints.
-var apiEndpointLabels = []string{labelOther, outcome.APIPublish, outcome.APIDisconnect, outcome.APISessions}
+var apiEndpointLabels = append([]string{labelOther}, outcome.APIEndpoints()...)
 
 // The statuses the API answers with, each its own code label value of
 // stompgate_api_requests_total; any other status is counted as "other".
@@ -19,7 +19,7 @@ var apiCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusBadRequest, 
 
 // The result label of stompgate_app_messages_total: "other", then the
 // server's results.
-var appResultLabels = []string{labelOther, outcome.AppOK, outcome.AppError, outcome.AppRefused, outcome.AppNoBackend}
+var appResultLabels = append([]string{labelOther}, outcome.AppResults()...)
 
 // The bound label of stompgate_app_backlog_refusals_total: "other", then
 // the server's bounds.

@@ -153,7 +153,7 @@ func TestLimiterDecisionBuckets(t *testing.T) {
 func TestStoreLabelsAreTheLimiters(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{handshake.StoreRedis, handshake.StoreMemory} {
-		if got := storeLabels[labelIndex(storeLabels[:], s)]; got != s {
+		if got := storeLabels[labelIndex(storeLabels, s)]; got != s {
 			t.Errorf("storeLabels[labelIndex(storeLabels, %q)] = %q, want %q", s, got, s)
 		}
 	}

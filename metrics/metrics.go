@@ -77,10 +77,10 @@ type Metrics struct {
 
 	handshakes         map[*outcome.Handshake]prometheus.Counter
 	handshakesOther    prometheus.Counter
-	limiterDecision    [numStores]prometheus.Observer
-	limiterStoreErrors [numStores]prometheus.Counter
+	limiterDecision    []prometheus.Observer
+	limiterStoreErrors []prometheus.Counter
 	limiterFallback    prometheus.Gauge
-	limiterLocal       [numLocalReasons]prometheus.Counter
+	limiterLocal       []prometheus.Counter
 	limiterConfirm     [numConfirmResults]prometheus.Counter
 
 	framesReceived      [numCommands]prometheus.Counter
@@ -104,10 +104,10 @@ type Metrics struct {
 	backend backendMetrics
 	input   inputMetrics
 
-	httpTimeouts [numHTTPTimeouts]prometheus.Counter
+	httpTimeouts []prometheus.Counter
 
-	prefixRefusals [numPrefixLimits]prometheus.Counter
-	procsChanges   [numProcsReasons]prometheus.Counter
+	prefixRefusals []prometheus.Counter
+	procsChanges   []prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -212,6 +212,14 @@ func resolve[T any](children []T, values []string, child func(...string) T) {
 	for i, v := range values {
 		children[i] = child(v)
 	}
+}
+
+// resolveAll returns the children of every value, in order: the counters
+// of a label set taken from package outcome, whose length is the list's.
+func resolveAll[T any](values []string, child func(...string) T) []T {
+	children := make([]T, len(values))
+	resolve(children, values, child)
+	return children
 }
 
 func (b *builder) counter(name, help string) prometheus.Counter {

@@ -76,3 +76,7 @@ const (
 	// PrefixLimitSessionCap: the sessions one client holds open.
 	PrefixLimitSessionCap = "session_cap"
 )
+
+// PrefixLimits returns every limit that keys IPv6 clients by prefix. The
+// slice is a fresh copy.
+func PrefixLimits() []string { return []string{PrefixLimitHandshake, PrefixLimitSessionCap} }

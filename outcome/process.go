@@ -12,6 +12,10 @@ const (
 	ProcsLower = "lower"
 )
 
+// ProcsReasons returns every processor change reason. The slice is a
+// fresh copy.
+func ProcsReasons() []string { return []string{ProcsLoad, ProcsQueue, ProcsLower} }
+
 // The bounds of the public HTTP server that close a connection
 // (stompgate_http_timeouts_total{kind}).
 const (
@@ -22,3 +26,6 @@ const (
 	// the read timeouts (a slow or stalled client).
 	HTTPTimeoutRead = "read"
 )
+
+// HTTPTimeouts returns every HTTP timeout. The slice is a fresh copy.
+func HTTPTimeouts() []string { return []string{HTTPTimeoutIdle, HTTPTimeoutRead} }
