@@ -104,7 +104,7 @@ type BackendObserver interface {
 
 // AppBacklogError is the error an AppHandler returns when it refuses a
 // message because the backend has not yet taken earlier ones and taking
-// this one would pass Bound, one of the AppBound constants. The server
+// this one would pass Bound, one of outcome's AppBound constants. The server
 // ends the session with ERROR "backend busy" (outcome.CloseAppBacklog) and counts
 // the refusal by Bound.
 type AppBacklogError struct {
