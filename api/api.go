@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -27,7 +28,7 @@ const DefaultMaxHeaders = stompframe.DefaultMaxHeaders
 // Observer counts API requests. metrics.Metrics implements it.
 type Observer interface {
 	// APIRequest reports one answered request: its endpoint (one of
-	// server.APIPublish, APIDisconnect, APISessions) and HTTP status.
+	// outcome.APIPublish, APIDisconnect, APISessions) and HTTP status.
 	APIRequest(endpoint string, status int)
 }
 
@@ -104,9 +105,9 @@ func New(cfg Config) (http.Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	h := &handler{cfg: cfg, key: sha256.Sum256([]byte(cfg.Key)), mux: http.NewServeMux()}
-	h.route("POST /api/v1/publish", server.APIPublish, h.publish)
-	h.route("POST /api/v1/disconnect", server.APIDisconnect, h.disconnect)
-	h.route("GET /api/v1/sessions", server.APISessions, h.sessions)
+	h.route("POST /api/v1/publish", outcome.APIPublish, h.publish)
+	h.route("POST /api/v1/disconnect", outcome.APIDisconnect, h.disconnect)
+	h.route("GET /api/v1/sessions", outcome.APISessions, h.sessions)
 	return h.mux, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -57,15 +58,15 @@ func TestBoundsRefuse(t *testing.T) {
 		from [][2]string
 		want string
 	}{
-		{"principal", Config{MaxPrincipalBytes: 2 * 1200}, [][2]string{{"alice", "10.0.0.1"}, {"bob", "10.0.0.1"}, {"alice", "10.0.0.2"}, {"alice", "10.0.0.3"}}, server.AppBoundPrincipal},
-		{"address", Config{MaxAddressBytes: 2 * 1200}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.1"}, {"d", "10.0.0.1"}}, server.AppBoundAddress},
-		{"unknown address", Config{MaxAddressBytes: 2 * 1200}, [][2]string{{"a", ""}, {"b", ""}, {"c", ""}}, server.AppBoundAddress},
+		{"principal", Config{MaxPrincipalBytes: 2 * 1200}, [][2]string{{"alice", "10.0.0.1"}, {"bob", "10.0.0.1"}, {"alice", "10.0.0.2"}, {"alice", "10.0.0.3"}}, outcome.AppBoundPrincipal},
+		{"address", Config{MaxAddressBytes: 2 * 1200}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.1"}, {"d", "10.0.0.1"}}, outcome.AppBoundAddress},
+		{"unknown address", Config{MaxAddressBytes: 2 * 1200}, [][2]string{{"a", ""}, {"b", ""}, {"c", ""}}, outcome.AppBoundAddress},
 		{"address keyed by /64", Config{MaxAddressBytes: 2 * 1200, AddressKey: func(a netip.Addr) string {
 			p, _ := a.Prefix(64)
 			return p.String()
-		}}, [][2]string{{"a", "2001:db8::1"}, {"b", "2001:db8::2"}, {"c", "2001:db8:0:1::1"}, {"d", "2001:db8::3"}}, server.AppBoundAddress},
-		{"total", Config{MaxTotalBytes: 3 * 1200}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.3"}, {"d", "10.0.0.4"}}, server.AppBoundTotal},
-		{"entries", Config{MaxLen: 2}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.3"}}, server.AppBoundEntries},
+		}}, [][2]string{{"a", "2001:db8::1"}, {"b", "2001:db8::2"}, {"c", "2001:db8:0:1::1"}, {"d", "2001:db8::3"}}, outcome.AppBoundAddress},
+		{"total", Config{MaxTotalBytes: 3 * 1200}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.3"}, {"d", "10.0.0.4"}}, outcome.AppBoundTotal},
+		{"entries", Config{MaxLen: 2}, [][2]string{{"a", "10.0.0.1"}, {"b", "10.0.0.2"}, {"c", "10.0.0.3"}}, outcome.AppBoundEntries},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg
@@ -144,7 +145,7 @@ func TestNothingTrimmedUnread(t *testing.T) {
 	for i := range 1000 {
 		size := 200 + i%300
 		err := h.HandleApp(ctx, msg("alice", "10.0.0.1", size))
-		if bound(t, err) == server.AppBoundPrincipal {
+		if bound(t, err) == outcome.AppBoundPrincipal {
 			break
 		}
 		taken = append(taken, size)
@@ -194,7 +195,7 @@ func TestPendingHoldsRelease(t *testing.T) {
 	if got := ackAll(t, c, DefaultStream, "backend"); len(got) != 4 {
 		t.Fatalf("the second worker read %d, want 4", len(got))
 	}
-	if got := bound(t, h.HandleApp(ctx, msg("b", "10.0.0.2", 1000))); got != server.AppBoundTotal {
+	if got := bound(t, h.HandleApp(ctx, msg("b", "10.0.0.2", 1000))); got != outcome.AppBoundTotal {
 		t.Fatalf("append with an entry pending: refused by %q, want total", got)
 	}
 	if n := c.XLen(ctx, DefaultStream).Val(); n != 5 {
@@ -224,7 +225,7 @@ func TestPendingHoldsRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := bound(t, h.HandleApp(ctx, msg("c", "10.0.0.3", 1000))); got != server.AppBoundTotal {
+	if got := bound(t, h.HandleApp(ctx, msg("c", "10.0.0.3", 1000))); got != outcome.AppBoundTotal {
 		t.Fatalf("append with the audit group behind: refused by %q, want total", got)
 	}
 	if got := ackAll(t, c, DefaultStream, "audit"); len(got) != 5 {
@@ -249,7 +250,7 @@ func TestCountersReconcile(t *testing.T) {
 				t.Fatalf("append %d: %v", i, err)
 			}
 		}
-		if got := bound(t, h.HandleApp(ctx, msg("a", "10.0.0.1", 1000))); got != server.AppBoundPrincipal {
+		if got := bound(t, h.HandleApp(ctx, msg("a", "10.0.0.1", 1000))); got != outcome.AppBoundPrincipal {
 			t.Fatalf("refused by %q, want principal (no group: nothing released)", got)
 		}
 	}

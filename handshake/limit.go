@@ -3,6 +3,8 @@ package handshake
 import (
 	"context"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // Bounds on a Limit. They keep every intermediate value of the decision
@@ -22,17 +24,17 @@ const (
 // Result.Store. They are also suitable as a bounded metrics label.
 const (
 	// StoreRedis: the RedisStore answered.
-	StoreRedis = "redis"
+	StoreRedis = outcome.StoreRedis
 	// StoreMemory: the MemoryStore answered, either because it is the only
 	// store or because Redis failed and the Limiter fell back to it.
-	StoreMemory = "memory"
+	StoreMemory = outcome.StoreMemory
 	// StoreNone: no store answered; the Limiter refused the request itself
 	// because Redis failed and Config.FailClosed is set.
-	StoreNone = "none"
+	StoreNone = outcome.StoreNone
 	// StoreLocal: no store was asked; the Limiter refused the request
 	// itself, shedding it, because Redis refused the key moments ago or
 	// has enough of its decisions on their way (Result.Local says which).
-	StoreLocal = "local"
+	StoreLocal = outcome.StoreLocal
 )
 
 // Limit is one zone's numbers, in the units nginx's limit_req uses
@@ -111,6 +113,22 @@ type Result struct {
 	// Banned reports that the request was refused because its key is
 	// banned (see Banner), not because of its rate. Allowed is then false.
 	Banned bool
+}
+
+// Handshake is how the handshake ends by this decision: nil when Allowed
+// (the server counts the upgrade once it has gone through), else
+// HandshakeRejectedBan for a ban, HandshakeStoreError when no store
+// answered, HandshakeRejectedLimit for the rate.
+func (r Result) Handshake() *outcome.Handshake {
+	switch {
+	case r.Allowed:
+		return nil
+	case r.Banned:
+		return outcome.HandshakeRejectedBan
+	case r.Store == StoreNone:
+		return outcome.HandshakeStoreError
+	}
+	return outcome.HandshakeRejectedLimit
 }
 
 // Store makes one rate decision for key under l. Implementations are

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // recorder is an Observer that remembers what it was told.
@@ -548,4 +549,22 @@ func mustRedisStore(t *testing.T, url string) *RedisStore {
 		t.Fatal(err)
 	}
 	return rs
+}
+
+func TestResultHandshake(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		r    Result
+		want *outcome.Handshake
+	}{
+		{Result{Allowed: true, Store: StoreRedis}, nil},
+		{Result{Store: StoreRedis}, outcome.HandshakeRejectedLimit},
+		{Result{Store: StoreLocal}, outcome.HandshakeRejectedLimit},
+		{Result{Store: StoreMemory, Banned: true}, outcome.HandshakeRejectedBan},
+		{Result{Store: StoreNone}, outcome.HandshakeStoreError},
+	} {
+		if got := tt.r.Handshake(); got != tt.want {
+			t.Errorf("%+v.Handshake() = %v, want %v", tt.r, got, tt.want)
+		}
+	}
 }

@@ -126,19 +126,19 @@ func waitQueued(t *testing.T, s *RedisStore, n int) {
 	}
 }
 
-// outcome is one caller's answer.
-type outcome struct {
+// answer is one caller's answer.
+type answer struct {
 	r   Result
 	err error
 }
 
 // allowAsync runs s.Allow(ctx, key, l) on its own goroutine; the answer
 // arrives on the returned channel.
-func allowAsync(ctx context.Context, s Store, key string, l Limit) <-chan outcome {
-	ch := make(chan outcome, 1)
+func allowAsync(ctx context.Context, s Store, key string, l Limit) <-chan answer {
+	ch := make(chan answer, 1)
 	go func() {
 		r, err := s.Allow(ctx, key, l)
-		ch <- outcome{r, err}
+		ch <- answer{r, err}
 	}()
 	return ch
 }
@@ -155,7 +155,7 @@ func TestRedisStorePipelineCoalesces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	answers := make([]<-chan outcome, n)
+	answers := make([]<-chan answer, n)
 	answers[0] = allowAsync(ctx, s, key(0), handshakeLimit)
 	g.waitHeld(t)
 	for i := 1; i < n; i++ {
@@ -182,7 +182,7 @@ func TestRedisStorePipelineCoalesces(t *testing.T) {
 func TestRedisStorePipelineMaxBatch(t *testing.T) {
 	s, g := gatedStore(t, nil, RedisConfig{MaxBatch: 3})
 	ctx := t.Context()
-	answers := []<-chan outcome{allowAsync(ctx, s, "a", handshakeLimit)}
+	answers := []<-chan answer{allowAsync(ctx, s, "a", handshakeLimit)}
 	g.waitHeld(t)
 	for i := range 7 {
 		answers = append(answers, allowAsync(ctx, s, "k"+strconv.Itoa(i), handshakeLimit))
@@ -217,7 +217,7 @@ func TestRedisStorePipelineSameKeyInOneBatch(t *testing.T) {
 	first := allowAsync(ctx, s, "192.0.2.99", handshakeLimit)
 	g.waitHeld(t)
 	const n = 12
-	answers := make([]<-chan outcome, n)
+	answers := make([]<-chan answer, n)
 	for i := range answers {
 		answers[i] = allowAsync(ctx, s, "192.0.2.1", handshakeLimit)
 	}
@@ -260,7 +260,7 @@ func TestRedisStorePipelineSameKeyInOneBatch(t *testing.T) {
 func TestRedisStorePipelineQueueFull(t *testing.T) {
 	s, g := gatedStore(t, nil, RedisConfig{MaxQueue: 3})
 	ctx := t.Context()
-	answers := []<-chan outcome{allowAsync(ctx, s, "a", handshakeLimit)}
+	answers := []<-chan answer{allowAsync(ctx, s, "a", handshakeLimit)}
 	g.waitHeld(t)
 	for _, k := range []string{"b", "c", "d"} {
 		answers = append(answers, allowAsync(ctx, s, k, handshakeLimit))
@@ -346,7 +346,7 @@ func TestRedisStorePipelineErrorFailsOnlyItsBatch(t *testing.T) {
 	ctx := t.Context()
 	first := allowAsync(ctx, s, "a", handshakeLimit)
 	g.waitHeld(t)
-	second := []<-chan outcome{allowAsync(ctx, s, "b", handshakeLimit), allowAsync(ctx, s, "c", handshakeLimit)}
+	second := []<-chan answer{allowAsync(ctx, s, "b", handshakeLimit), allowAsync(ctx, s, "c", handshakeLimit)}
 	waitQueued(t, s, 2)
 	injected := errors.New("injected failure")
 	g.release <- injected
@@ -384,7 +384,7 @@ func TestRedisStorePipelineClose(t *testing.T) {
 	if err := <-closed; err != nil {
 		t.Errorf("Close = %v, want nil", err)
 	}
-	for _, ch := range []<-chan outcome{first, queued} {
+	for _, ch := range []<-chan answer{first, queued} {
 		if o := <-ch; o.err != nil || !o.r.Allowed {
 			t.Errorf("decision queued before Close = %+v, %v; want allowed", o.r, o.err)
 		}
@@ -407,7 +407,7 @@ func TestRedisStorePipelineNoScript(t *testing.T) {
 	ctx := t.Context()
 	first := allowAsync(ctx, s, "a", handshakeLimit)
 	g.waitHeld(t)
-	answers := []<-chan outcome{allowAsync(ctx, s, "b", handshakeLimit), allowAsync(ctx, s, "c", handshakeLimit)}
+	answers := []<-chan answer{allowAsync(ctx, s, "b", handshakeLimit), allowAsync(ctx, s, "c", handshakeLimit)}
 	waitQueued(t, s, 2)
 	if err := s.client.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
@@ -445,7 +445,7 @@ func TestRedisStorePipelineCluster(t *testing.T) {
 	}
 	first := allowAsync(ctx, s, "203.0.113.1", handshakeLimit)
 	g.waitHeld(t)
-	answers := make([]<-chan outcome, n)
+	answers := make([]<-chan answer, n)
 	for i := range answers {
 		answers[i] = allowAsync(ctx, s, key(i), handshakeLimit)
 	}

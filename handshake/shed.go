@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // DefaultShedKeys is the default Config.ShedKeys. A key is remembered only
@@ -19,16 +21,16 @@ const DefaultShedKeys = 100_000
 const (
 	// LocalRefused: refused without asking, because Redis refused the key
 	// within the last Retry-After it gave (Result.Store StoreLocal).
-	LocalRefused = "refused"
+	LocalRefused = outcome.LocalRefused
 	// LocalInFlight: refused without asking, because the key already has
 	// Config.MaxInFlightPerKey decisions on their way to Redis
 	// (Result.Store StoreLocal).
-	LocalInFlight = "in_flight"
+	LocalInFlight = outcome.LocalInFlight
 	// LocalQueueFull: the Redis queue was full (ErrQueueFull).
-	LocalQueueFull = "queue_full"
+	LocalQueueFull = outcome.LocalQueueFull
 	// LocalQueueWait: the decision waited RedisConfig.MaxQueueWait
 	// without being sent (ErrQueueWait).
-	LocalQueueWait = "queue_wait"
+	LocalQueueWait = outcome.LocalQueueWait
 	// LocalTimeout: the decision's round trip failed (timed out, mostly)
 	// but Redis is not judged failing (RedisConfig.TimeoutsToFail).
 	//
@@ -36,7 +38,7 @@ const (
 	// key Memory holds no state for and with no other decision on its
 	// way, and otherwise refused (Store StoreLocal): a key that floods
 	// gets no admission Redis did not give.
-	LocalTimeout = "timeout"
+	LocalTimeout = outcome.LocalTimeout
 )
 
 const (

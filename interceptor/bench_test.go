@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -21,9 +22,9 @@ type countingObserver struct {
 	received, dropped, passed atomic.Uint64
 }
 
-func (o *countingObserver) FrameReceived(string)        { o.received.Add(1) }
-func (o *countingObserver) FrameDropped(string, string) { o.dropped.Add(1) }
-func (o *countingObserver) FramePassed(string)          { o.passed.Add(1) }
+func (o *countingObserver) FrameReceived(string)                 { o.received.Add(1) }
+func (o *countingObserver) FrameDropped(string, *outcome.Reason) { o.dropped.Add(1) }
+func (o *countingObserver) FramePassed(string)                   { o.passed.Add(1) }
 
 // benchChain returns the standard chain with default limits.
 func benchChain(b *testing.B, obs *countingObserver) *Chain {

@@ -3,6 +3,7 @@ package interceptor
 import (
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -40,10 +41,9 @@ func (o Outcome) String() string {
 type Result struct {
 	// Outcome is Pass, Drop or Reject.
 	Outcome Outcome
-	// Reason is a short, bounded label for a Drop or Reject ("rate_limit",
-	// "permission"). It becomes a metric label value, so it must come from
-	// a small fixed set, never from client input.
-	Reason string
+	// Reason says why a Drop or Reject stopped the frame (see
+	// package outcome); a Reject ends the session with Reason.Close().
+	Reason *outcome.Reason
 	// Message is the ERROR frame's message header for a Reject.
 	Message string
 	// Detail is the ERROR frame's body for a Reject; may be empty.
@@ -55,11 +55,11 @@ func Continue() Result { return Result{} }
 
 // DropFrame returns a Result that drops the frame silently, counted under
 // reason.
-func DropFrame(reason string) Result { return Result{Outcome: Drop, Reason: reason} }
+func DropFrame(reason *outcome.Reason) Result { return Result{Outcome: Drop, Reason: reason} }
 
 // RejectFrame returns a Result that ends the session with an ERROR frame
 // whose message header is message and whose body is detail.
-func RejectFrame(reason, message, detail string) Result {
+func RejectFrame(reason *outcome.Reason, message, detail string) Result {
 	return Result{Outcome: Reject, Reason: reason, Message: message, Detail: detail}
 }
 
@@ -83,7 +83,7 @@ type Stage interface {
 type Observer interface {
 	FrameReceived(command string)
 	FramePassed(command string)
-	FrameDropped(command, reason string)
+	FrameDropped(command string, reason *outcome.Reason)
 }
 
 // Chain runs stages in order until one of them does not pass the frame.
@@ -194,12 +194,8 @@ func (c *Chain) Commit(s *Session, n int, now time.Time) Result {
 	return Result{}
 }
 
-// DropAborted is the drop reason of SENDs whose transaction was aborted,
-// or was still open when the session ended.
-const DropAborted = "transaction_aborted"
-
 // Discard counts the n pending SENDs of a transaction that ends without
-// COMMIT (ABORT, or the session closed) as dropped with DropAborted.
+// COMMIT (ABORT, or the session closed) as dropped with outcome.DropAborted.
 func (c *Chain) Discard(s *Session, n int) {
 	if n <= 0 {
 		return
@@ -208,7 +204,7 @@ func (c *Chain) Discard(s *Session, n int) {
 	s.dropped.Add(uint64(n))
 	if c.observer != nil {
 		for range n {
-			c.observer.FrameDropped(stompframe.CommandSend, DropAborted)
+			c.observer.FrameDropped(stompframe.CommandSend, outcome.DropAborted)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -32,10 +33,11 @@ func TestResultConstructors(t *testing.T) {
 	if got := Continue(); got != (Result{Outcome: Pass}) {
 		t.Errorf("Continue() = %+v, want the zero Result", got)
 	}
-	if got, want := DropFrame("x"), (Result{Outcome: Drop, Reason: "x"}); got != want {
+	x := outcome.NewReject("x", nil)
+	if got, want := DropFrame(x), (Result{Outcome: Drop, Reason: x}); got != want {
 		t.Errorf("DropFrame(x) = %+v, want %+v", got, want)
 	}
-	if got, want := RejectFrame("r", "m", "d"), (Result{Outcome: Reject, Reason: "r", Message: "m", Detail: "d"}); got != want {
+	if got, want := RejectFrame(x, "m", "d"), (Result{Outcome: Reject, Reason: x, Message: "m", Detail: "d"}); got != want {
 		t.Errorf("RejectFrame(r, m, d) = %+v, want %+v", got, want)
 	}
 }
@@ -43,8 +45,8 @@ func TestResultConstructors(t *testing.T) {
 func TestChainStopsAtFirstNonPass(t *testing.T) {
 	t.Parallel()
 	pass := Continue()
-	drop := DropFrame("too_many")
-	reject := RejectFrame("bad", "go away", "details")
+	drop := DropFrame(outcome.NewDrop("too_many"))
+	reject := RejectFrame(outcome.NewReject("bad", nil), "go away", "details")
 	tests := []struct {
 		name      string
 		results   []Result
@@ -89,7 +91,7 @@ func TestChainStopsAtFirstNonPass(t *testing.T) {
 				wantCounts.Passed = 1
 			} else {
 				wantCounts.Dropped = 1
-				wantDropped = []dropEvent{{"SEND", tt.want.Reason}}
+				wantDropped = []dropEvent{{"SEND", tt.want.Reason.String()}}
 			}
 			if !slices.Equal(rec.dropped, wantDropped) {
 				t.Errorf("FrameDropped calls %v, want %v", rec.dropped, wantDropped)
@@ -101,7 +103,7 @@ func TestChainStopsAtFirstNonPass(t *testing.T) {
 
 func TestChainNilObserver(t *testing.T) {
 	t.Parallel()
-	c := NewChain(nil, &fixedStage{res: DropFrame("x")})
+	c := NewChain(nil, &fixedStage{res: DropFrame(outcome.NewDrop("x"))})
 	s := &Session{}
 	if got := c.Handle(s, frame("SEND"), t0); got.Outcome != Drop {
 		t.Errorf("Handle() outcome = %v, want drop", got.Outcome)
@@ -112,7 +114,7 @@ func TestChainNilObserver(t *testing.T) {
 func TestChainStagesIsACopy(t *testing.T) {
 	t.Parallel()
 	a := &fixedStage{name: "a"}
-	b := &fixedStage{name: "b", res: DropFrame("b")}
+	b := &fixedStage{name: "b", res: DropFrame(outcome.NewDrop("b"))}
 	in := []Stage{a, b}
 	c := NewChain(nil, in...)
 	in[1] = a // changing the caller's slice must not change the chain
@@ -122,7 +124,7 @@ func TestChainStagesIsACopy(t *testing.T) {
 		t.Fatalf("Stages() = %v, want [a b]", got)
 	}
 	got[0] = b // nor must changing the returned slice
-	if r := c.Handle(&Session{}, frame("SEND"), t0); r.Reason != "b" {
+	if r := c.Handle(&Session{}, frame("SEND"), t0); r.Reason.String() != "b" {
 		t.Errorf("Handle() reason = %q, want %q: the chain's stages changed", r.Reason, "b")
 	}
 }
@@ -133,13 +135,13 @@ func TestChainObserverSeesEveryFrame(t *testing.T) {
 	t.Parallel()
 	dropSends := funcStage(func(s *Session, f *stompframe.Frame, now time.Time) Result {
 		if f.Command == "SEND" && f.Get("destination") == "/topic/spam" {
-			return DropFrame("spam")
+			return DropFrame(outcome.NewDrop("spam"))
 		}
 		return Continue()
 	})
 	rejectNack := funcStage(func(s *Session, f *stompframe.Frame, now time.Time) Result {
 		if f.Command == "NACK" {
-			return RejectFrame("no_nack", "NACK refused", "")
+			return RejectFrame(outcome.NewReject("no_nack", nil), "NACK refused", "")
 		}
 		return Continue()
 	})
@@ -181,7 +183,7 @@ func TestChainReportsOnlyPassed(t *testing.T) {
 	everyThird := funcStage(func(s *Session, f *stompframe.Frame, now time.Time) Result {
 		n++
 		if n%3 == 0 {
-			return DropFrame("third")
+			return DropFrame(outcome.NewDrop("third"))
 		}
 		return Continue()
 	})
@@ -211,16 +213,16 @@ func TestChainNilObserverTransactions(t *testing.T) {
 
 // randomStage answers an outcome drawn from rng for every frame.
 type randomStage struct {
-	rng    *rand.Rand
-	reason string
+	rng            *rand.Rand
+	drop, rejected *outcome.Reason
 }
 
 func (st *randomStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
 	switch st.rng.IntN(6) {
 	case 0:
-		return DropFrame(st.reason)
+		return DropFrame(st.drop)
 	case 1:
-		return RejectFrame(st.reason+"_reject", "m", "")
+		return RejectFrame(st.rejected, "m", "")
 	}
 	return Continue()
 }
@@ -236,7 +238,9 @@ func TestChainAccountingProperty(t *testing.T) {
 		nstages := rng.IntN(5)
 		stages := make([]Stage, 0, nstages+2)
 		for i := range nstages {
-			stages = append(stages, &randomStage{rng: rng, reason: "r" + string(rune('a'+i))})
+			label := "r" + string(rune('a'+i))
+			stages = append(stages, &randomStage{rng: rng,
+				drop: outcome.NewDrop(label), rejected: outcome.NewReject(label+"_reject", nil)})
 		}
 		rec := &recorder{}
 		c := NewChain(rec, stages...)
@@ -252,7 +256,7 @@ func TestChainAccountingProperty(t *testing.T) {
 				want.Passed++
 			} else {
 				want.Dropped++
-				reasons[r.Reason]++
+				reasons[r.Reason.String()]++
 			}
 			got := s.Counts()
 			if got != want {

@@ -21,7 +21,3 @@ func (c *Chain) SessionClosed(s *Session) {
 		}
 	}
 }
-
-// RejectSessionCap is the reject reason of a CONNECT refused because its
-// principal already holds as many sessions as it may.
-const RejectSessionCap = "session_cap"

@@ -33,7 +33,7 @@
 // limit allows at that moment, however slowly the transaction was filled;
 // they then count as passed, or all as dropped under the stage's reason.
 // An ABORT, or a session that ends with the transaction open, counts them
-// as dropped under DropAborted. Until then
+// as dropped under outcome.DropAborted. Until then
 //
 //	received = passed + dropped(reason) + pending
 //

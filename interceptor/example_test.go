@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -13,9 +14,13 @@ import (
 // keeps no state, so one value serves every session.
 type maxBody int
 
+// tooLarge is maxBody's drop reason, made once: a Result carries the
+// value, so dropping a frame allocates nothing.
+var tooLarge = outcome.NewDrop("too_large")
+
 func (m maxBody) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Time) interceptor.Result {
 	if f.Command == stompframe.CommandSend && len(f.Body) > int(m) {
-		return interceptor.DropFrame("too_large")
+		return interceptor.DropFrame(tooLarge)
 	}
 	return interceptor.Continue()
 }
@@ -86,6 +91,8 @@ type quietRoom struct{}
 
 type quietRoomKey struct{}
 
+var tooManyRooms = outcome.NewDrop("too_many_rooms")
+
 func (quietRoom) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Time) interceptor.Result {
 	if f.Command != stompframe.CommandSend {
 		return interceptor.Continue()
@@ -97,7 +104,7 @@ func (quietRoom) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Ti
 	}
 	dest := f.Get("destination")
 	if !seen[dest] && len(seen) == 2 {
-		return interceptor.DropFrame("too_many_rooms")
+		return interceptor.DropFrame(tooManyRooms)
 	}
 	seen[dest] = true
 	return interceptor.Continue()

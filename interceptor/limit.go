@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -67,12 +68,6 @@ var (
 	_ Stage     = (*LimitStage)(nil)
 	_ Committer = (*LimitStage)(nil)
 )
-
-// DropRateLimit is the drop reason of frames over the session limit.
-const DropRateLimit = "rate_limit"
-
-// RejectAbuse is the reject reason of a session closed by escalation.
-const RejectAbuse = "rate_limit_abuse"
 
 // NewLimitStage validates cfg and returns the stage.
 func NewLimitStage(cfg LimitConfig) (*LimitStage, error) {
@@ -160,10 +155,10 @@ func (st *LimitStage) Commit(s *Session, n int, now time.Time) Result {
 func (st *LimitStage) overLimit(s *Session, now time.Time, n int) Result {
 	if st.cfg.EscalateAfter > 0 && st.escalate(s, now, n) {
 		st.ban(s)
-		return RejectFrame(RejectAbuse, "rate limit exceeded",
+		return RejectFrame(outcome.RejectAbuse, "rate limit exceeded",
 			fmt.Sprintf("%d frames over the limit within %v", st.cfg.EscalateAfter, st.cfg.EscalateWindow))
 	}
-	return DropFrame(DropRateLimit)
+	return DropFrame(outcome.DropRateLimit)
 }
 
 // escalate counts n drops and reports whether the session crossed the

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -43,9 +44,9 @@ func sendN(t *testing.T, st Stage, s *Session, now time.Time, n int) int {
 		switch r := st.Handle(s, sendFrame, now); {
 		case r.Outcome == Pass:
 			passed++
-		case r.Outcome == Drop && r.Reason == DropRateLimit:
+		case r.Outcome == Drop && r.Reason == outcome.DropRateLimit:
 		default:
-			t.Fatalf("Handle(SEND at %v) = %+v, want a pass or a %q drop", now.Sub(t0), r, DropRateLimit)
+			t.Fatalf("Handle(SEND at %v) = %+v, want a pass or a %q drop", now.Sub(t0), r, outcome.DropRateLimit)
 		}
 	}
 	return passed
@@ -90,7 +91,7 @@ func TestLimitStageDropResult(t *testing.T) {
 	s := &Session{}
 	st.Handle(s, sendFrame, t0)
 	got := st.Handle(s, sendFrame, t0)
-	if want := (Result{Outcome: Drop, Reason: "rate_limit"}); got != want {
+	if want := (Result{Outcome: Drop, Reason: outcome.DropRateLimit}); got != want {
 		t.Errorf("Handle(SEND over the limit) = %+v, want %+v", got, want)
 	}
 }
@@ -342,9 +343,9 @@ func TestLimitStageEscalation(t *testing.T) {
 			}
 			for i, at := range tt.drops {
 				r := st.Handle(s, sendFrame, t0.Add(at))
-				want := Result{Outcome: Drop, Reason: DropRateLimit}
+				want := Result{Outcome: Drop, Reason: outcome.DropRateLimit}
 				if i == tt.reject {
-					if r.Outcome != Reject || r.Reason != "rate_limit_abuse" || r.Message != "rate limit exceeded" {
+					if r.Outcome != Reject || r.Reason.String() != "rate_limit_abuse" || r.Message != "rate limit exceeded" {
 						t.Errorf("drop %d at t0+%v = %+v, want a Reject %q with message %q", i, at, r, "rate_limit_abuse", "rate limit exceeded")
 					}
 					if r.Detail == "" {
@@ -497,8 +498,8 @@ func TestLimitStageBanFailure(t *testing.T) {
 	})
 	s := &Session{ID: "s9", RemoteIP: netip.MustParseAddr("192.0.2.1"), Principal: &Principal{Name: "alice"}}
 	r := escalate(t, st, s)
-	if r.Reason != RejectAbuse {
-		t.Errorf("Reject reason %q, want %q", r.Reason, RejectAbuse)
+	if r.Reason != outcome.RejectAbuse {
+		t.Errorf("Reject reason %q, want %q", r.Reason, outcome.RejectAbuse)
 	}
 	if got := len(banner.calls()); got != 2 {
 		t.Errorf("Ban called %d times, want 2 (the IP and the principal)", got)
@@ -584,7 +585,7 @@ func TestLimitStageChargesTransactionsAtCommit(t *testing.T) {
 
 	// 10 more in the same window: 5 are left, so all 10 are dropped.
 	fill(10)
-	if r := c.Commit(s, 10, t0.Add(100*time.Millisecond)); r.Outcome != Drop || r.Reason != DropRateLimit {
+	if r := c.Commit(s, 10, t0.Add(100*time.Millisecond)); r.Outcome != Drop || r.Reason != outcome.DropRateLimit {
 		t.Fatalf("Commit(10) with 5 left = %+v, want drop rate_limit", r)
 	}
 	checkCounts(t, s, Counts{Received: 25, Passed: 15, Dropped: 10})
@@ -598,7 +599,7 @@ func TestLimitStageChargesTransactionsAtCommit(t *testing.T) {
 	c.Discard(s, 3)
 	checkCounts(t, s, Counts{Received: 33, Passed: 20, Dropped: 13})
 	wantDropped := slices.Repeat([]dropEvent{{"SEND", "rate_limit"}}, 10)
-	wantDropped = append(wantDropped, slices.Repeat([]dropEvent{{"SEND", DropAborted}}, 3)...)
+	wantDropped = append(wantDropped, slices.Repeat([]dropEvent{{"SEND", outcome.DropAborted.String()}}, 3)...)
 	if !slices.Equal(rec.dropped, wantDropped) {
 		t.Errorf("FrameDropped calls %v, want %v", rec.dropped, wantDropped)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -59,8 +60,8 @@ type recorder struct {
 
 func (r *recorder) FrameReceived(command string) { r.received = append(r.received, command) }
 
-func (r *recorder) FrameDropped(command, reason string) {
-	r.dropped = append(r.dropped, dropEvent{command, reason})
+func (r *recorder) FrameDropped(command string, reason *outcome.Reason) {
+	r.dropped = append(r.dropped, dropEvent{command, reason.String()})
 }
 
 func (r *recorder) FramePassed(command string) { r.passed = append(r.passed, command) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -26,7 +27,7 @@ type PrincipalConfig struct {
 	// Bans, when set, is asked at CONNECT whether an authenticated,
 	// non-anonymous principal is banned (key "principal:<name>", the key
 	// the LimitStage bans at escalation); a banned principal is rejected
-	// with RejectBanned. The check is bounded by BanCheckTimeout; a check
+	// with outcome.RejectBanned. The check is bounded by BanCheckTimeout; a check
 	// that fails or times out lets the session in. Nil: no check.
 	Bans BanChecker
 
@@ -37,7 +38,7 @@ type PrincipalConfig struct {
 	RememberedTokens int
 	// TokenChecks new tokens (not remembered) may be verified per
 	// session per TokenCheckWindow (a fixed window) after CONNECT; one
-	// more ends the session with RejectTokenFlood. Defaults
+	// more ends the session with outcome.RejectTokenFlood. Defaults
 	// DefaultTokenChecks and DefaultTokenCheckWindow; negative is an
 	// error.
 	TokenChecks      int
@@ -97,7 +98,7 @@ const BanCheckTimeout = 100 * time.Millisecond
 // future, nbf) and that it names the session's principal; it then moves
 // Expires to the new end and replaces the destination patterns with the
 // new token's. An invalid token, or one for another principal, ends the
-// session with ERROR "invalid credentials" (reason RejectAuth), as does a
+// session with ERROR "invalid credentials" (reason outcome.RejectAuth), as does a
 // token sent by an anonymous session. Without a Verifier, the header is
 // ignored. The token header is never passed on to subscribers of a SEND
 // that carries it.
@@ -109,7 +110,7 @@ const BanCheckTimeout = 100 * time.Millisecond
 // that has not expired, is applied without a check; new tokens are
 // checked at most PrincipalConfig.TokenChecks times per TokenCheckWindow,
 // and one more ends the session with ERROR "too many token checks"
-// (RejectTokenFlood).
+// (outcome.RejectTokenFlood).
 //
 // A frame that carries only the token and does nothing else is an
 // UNSUBSCRIBE of an id that is not subscribed, with a receipt (STOMP 1.2
@@ -152,10 +153,10 @@ func NewPrincipalStage(cfg PrincipalConfig) (*PrincipalStage, error) {
 func (p *PrincipalStage) verify(token string) (*Principal, Result) {
 	pr, err := p.cfg.Verifier.Verify(token, p.cfg.Now())
 	if err != nil {
-		return nil, RejectFrame(RejectAuth, "invalid credentials", err.Error())
+		return nil, RejectFrame(outcome.RejectAuth, "invalid credentials", err.Error())
 	}
 	if pr == nil || pr.Name == "" {
-		return nil, RejectFrame(RejectAuth, "invalid credentials", "the token names no principal")
+		return nil, RejectFrame(outcome.RejectAuth, "invalid credentials", "the token names no principal")
 	}
 	pr.token = tokenSum(token)
 	return pr, Continue()
@@ -170,18 +171,6 @@ func tokenSum(token string) uint64 {
 	return maphash.String(tokenSeed, token) | 1
 }
 
-// Reject reasons of the PrincipalStage.
-const (
-	// RejectAuth: missing, invalid or expired credentials.
-	RejectAuth = "auth"
-	// RejectPermission: a destination outside the principal's patterns.
-	RejectPermission = "permission"
-	// RejectBanned: CONNECT by a principal that is banned (see
-	// PrincipalConfig.Bans), usually for an earlier session's rate limit
-	// abuse. The ERROR says how long the ban still holds.
-	RejectBanned = "banned"
-)
-
 // TokenHeader is the header that carries a newer token on any frame after
 // CONNECT (see PrincipalStage).
 const TokenHeader = "token"
@@ -195,7 +184,7 @@ func (p *PrincipalStage) Handle(s *Session, f *stompframe.Frame, now time.Time) 
 		return p.connect(s, f)
 	}
 	if s.Principal == nil {
-		return RejectFrame(RejectAuth, "not authenticated", "CONNECT first")
+		return RejectFrame(outcome.RejectAuth, "not authenticated", "CONNECT first")
 	}
 	if token, ok := f.Lookup(TokenHeader); ok && p.cfg.Verifier != nil {
 		if r := p.refresh(s, token); r.Outcome != Pass {
@@ -239,11 +228,11 @@ func (p *PrincipalStage) refresh(s *Session, token string) Result {
 		return r
 	}
 	if s.Principal.Anonymous {
-		return RejectFrame(RejectAuth, "invalid credentials",
+		return RejectFrame(outcome.RejectAuth, "invalid credentials",
 			"a token header needs a session that was authenticated with a token; reconnect with it instead")
 	}
 	if pr.Name != s.Principal.Name {
-		return RejectFrame(RejectAuth, "invalid credentials",
+		return RejectFrame(outcome.RejectAuth, "invalid credentials",
 			fmt.Sprintf("the token is for %q, not for the session's principal %q", pr.Name, s.Principal.Name))
 	}
 	s.remember(s.Principal, p.cfg.RememberedTokens)
@@ -262,7 +251,7 @@ func (p *PrincipalStage) check(s *Session, patterns []string, f *stompframe.Fram
 			return Continue()
 		}
 	}
-	return RejectFrame(RejectPermission, "permission denied",
+	return RejectFrame(outcome.RejectPermission, "permission denied",
 		fmt.Sprintf("%s to %q is not allowed for %q", f.Command, dest, s.Principal.Name))
 }
 
@@ -270,7 +259,7 @@ func (p *PrincipalStage) connect(s *Session, f *stompframe.Frame) Result {
 	token := tokenFrom(s, f)
 	if p.cfg.Verifier == nil || token == "" {
 		if p.cfg.Required {
-			return RejectFrame(RejectAuth, "authentication required", "a valid token is required in the passcode header, an Authorization: Bearer header or the access_token query parameter")
+			return RejectFrame(outcome.RejectAuth, "authentication required", "a valid token is required in the passcode header, an Authorization: Bearer header or the access_token query parameter")
 		}
 		s.Principal = &Principal{Name: "anonymous-" + s.ID, Anonymous: true}
 		return Continue()
@@ -301,7 +290,7 @@ func (p *PrincipalStage) banned(name string) (Result, bool) {
 		return Result{}, false
 	}
 	secs := int64((d + time.Second - 1) / time.Second)
-	return RejectFrame(RejectBanned, "banned",
+	return RejectFrame(outcome.RejectBanned, "banned",
 		fmt.Sprintf("this principal is banned for another %d s", secs)), true
 }
 

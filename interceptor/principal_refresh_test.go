@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // TestPrincipalRefresh runs one session through a script of frames, each
@@ -91,8 +93,8 @@ func TestPrincipalRefresh(t *testing.T) {
 					t.Fatalf("step %d %s: Handle = %+v, want %v", i, st.cmd, r, st.want)
 				}
 				if r.Outcome == Reject {
-					if r.Reason != RejectAuth && r.Reason != RejectPermission {
-						t.Errorf("step %d %s: Reason %q, want %q or %q", i, st.cmd, r.Reason, RejectAuth, RejectPermission)
+					if r.Reason != outcome.RejectAuth && r.Reason != outcome.RejectPermission {
+						t.Errorf("step %d %s: Reason %q, want %q or %q", i, st.cmd, r.Reason, outcome.RejectAuth, outcome.RejectPermission)
 					}
 					if !strings.Contains(r.Detail, st.detail) {
 						t.Errorf("step %d %s: Detail %q, want it to contain %q", i, st.cmd, r.Detail, st.detail)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -191,7 +192,7 @@ func TestPrincipalRejectsBadTokens(t *testing.T) {
 					s.Query = url.Values{"access_token": {tt.token}}
 				}
 				r := p.Handle(s, f, t0)
-				want := Result{Outcome: Reject, Reason: RejectAuth, Message: "invalid credentials", Detail: tt.wantDetail}
+				want := Result{Outcome: Reject, Reason: outcome.RejectAuth, Message: "invalid credentials", Detail: tt.wantDetail}
 				if r != want {
 					t.Errorf("Handle(CONNECT) = %+v, want %+v", r, want)
 				}
@@ -235,8 +236,8 @@ func TestPrincipalRequired(t *testing.T) {
 	for _, hs := range [][]string{nil, {"login", "guest", "passcode", ""}, {"Authorization", "Basic abc"}} {
 		s := &Session{ID: "1", Query: url.Values{"other": {"x"}}}
 		r := p.Handle(s, frame("CONNECT", hs...), t0)
-		if r.Outcome != Reject || r.Reason != RejectAuth {
-			t.Errorf("CONNECT %v without a token: Handle = %+v, want a Reject with reason %q", hs, r, RejectAuth)
+		if r.Outcome != Reject || r.Reason != outcome.RejectAuth {
+			t.Errorf("CONNECT %v without a token: Handle = %+v, want a Reject with reason %q", hs, r, outcome.RejectAuth)
 		}
 		if s.Principal != nil {
 			t.Errorf("Principal = %+v after a Reject, want nil", s.Principal)
@@ -269,8 +270,8 @@ func TestPrincipalBeforeConnect(t *testing.T) {
 		frame("DISCONNECT"),
 	} {
 		r := p.Handle(&Session{}, f, t0)
-		if r.Outcome != Reject || r.Reason != RejectAuth {
-			t.Errorf("%s before CONNECT: Handle = %+v, want a Reject with reason %q", f.Command, r, RejectAuth)
+		if r.Outcome != Reject || r.Reason != outcome.RejectAuth {
+			t.Errorf("%s before CONNECT: Handle = %+v, want a Reject with reason %q", f.Command, r, outcome.RejectAuth)
 		}
 	}
 }
@@ -334,8 +335,8 @@ func TestPrincipalPermissions(t *testing.T) {
 					continue
 				}
 				if r.Outcome == Reject {
-					if r.Reason != RejectPermission || r.Message == "" {
-						t.Errorf("%s %q: Reject %+v, want reason %q and a message", st.cmd, st.dest, r, RejectPermission)
+					if r.Reason != outcome.RejectPermission || r.Message == "" {
+						t.Errorf("%s %q: Reject %+v, want reason %q and a message", st.cmd, st.dest, r, outcome.RejectPermission)
 					}
 					if !strings.Contains(r.Detail, "alice") || !strings.Contains(r.Detail, st.cmd) {
 						t.Errorf("%s %q: Detail %q does not name the command and principal", st.cmd, st.dest, r.Detail)
@@ -456,7 +457,7 @@ func TestPrincipalBanned(t *testing.T) {
 				}
 				return
 			}
-			want := Result{Outcome: Reject, Reason: RejectBanned, Message: "banned", Detail: tt.detail}
+			want := Result{Outcome: Reject, Reason: outcome.RejectBanned, Message: "banned", Detail: tt.detail}
 			if r != want {
 				t.Errorf("Handle(CONNECT) = %+v, want %+v", r, want)
 			}
@@ -476,8 +477,8 @@ func TestPrincipalBanCheckAfterAuth(t *testing.T) {
 	p := newPrincipalStage(t, PrincipalConfig{Verifier: v, Bans: bans})
 	expired := "expired"
 	r := p.Handle(&Session{}, frame("CONNECT", "passcode", expired), t0)
-	if r.Outcome != Reject || r.Reason != RejectAuth {
-		t.Errorf("expired token of a banned principal: Handle = %+v, want a %q rejection", r, RejectAuth)
+	if r.Outcome != Reject || r.Reason != outcome.RejectAuth {
+		t.Errorf("expired token of a banned principal: Handle = %+v, want a %q rejection", r, outcome.RejectAuth)
 	}
 	if got := bans.keys(); len(got) != 0 {
 		t.Errorf("keys checked = %q, want none", got)
@@ -499,11 +500,11 @@ func TestPrincipalBanFromEscalation(t *testing.T) {
 	}
 	send := frame("SEND", "destination", "/topic/x")
 	st.Handle(s, send, t0)
-	if r := st.Handle(s, send, t0); r.Outcome != Reject || r.Reason != RejectAbuse {
-		t.Fatalf("second SEND: Handle = %+v, want a %q rejection", r, RejectAbuse)
+	if r := st.Handle(s, send, t0); r.Outcome != Reject || r.Reason != outcome.RejectAbuse {
+		t.Fatalf("second SEND: Handle = %+v, want a %q rejection", r, outcome.RejectAbuse)
 	}
 	r := p.Handle(&Session{ID: "2"}, connect, t0)
-	if r.Outcome != Reject || r.Reason != RejectBanned {
-		t.Errorf("CONNECT after escalation: Handle = %+v, want a %q rejection", r, RejectBanned)
+	if r.Outcome != Reject || r.Reason != outcome.RejectBanned {
+		t.Errorf("CONNECT after escalation: Handle = %+v, want a %q rejection", r, outcome.RejectBanned)
 	}
 }

@@ -3,6 +3,8 @@ package interceptor
 import (
 	"fmt"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // Defaults of the PrincipalStage's token checks after CONNECT, each with
@@ -21,14 +23,6 @@ const (
 	DefaultTokenChecks      = 10
 	DefaultTokenCheckWindow = time.Minute
 )
-
-// RejectTokenFlood: a session sent more new tokens than
-// PrincipalConfig.TokenChecks per TokenCheckWindow. The session is ended
-// with ERROR "too many token checks" rather than the token ignored: a
-// client that sends new tokens that fast is broken or hostile, and one
-// whose refresh was ignored would believe its new expiry and patterns
-// applied until the old token expired under it.
-const RejectTokenFlood = "token_flood"
 
 // rememberedToken is a token a session was verified from: its keyed hash
 // and the principal it gave.
@@ -83,7 +77,7 @@ func (p *PrincipalStage) allowTokenCheck(s *Session, now time.Time) bool {
 
 // tokenFlood is the rejection of a check over the budget.
 func (p *PrincipalStage) tokenFlood() Result {
-	return RejectFrame(RejectTokenFlood, "too many token checks",
+	return RejectFrame(outcome.RejectTokenFlood, "too many token checks",
 		fmt.Sprintf("at most %d new tokens per %v per session; send a token once, when it is new", p.cfg.TokenChecks, p.cfg.TokenCheckWindow))
 }
 

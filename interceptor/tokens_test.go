@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // TestTokenChecks runs one session through token headers at fixed
@@ -107,7 +109,7 @@ func TestTokenFloodRejection(t *testing.T) {
 	p.Handle(s, frame("CONNECT", "passcode", aliceToken), t0)
 	p.Handle(s, frame("ACK", "id", "1", TokenHeader, "alice-2"), t0)
 	r := p.Handle(s, frame("ACK", "id", "1", TokenHeader, "forged"), t0)
-	if r.Outcome != Reject || r.Reason != RejectTokenFlood || r.Message != "too many token checks" ||
+	if r.Outcome != Reject || r.Reason != outcome.RejectTokenFlood || r.Message != "too many token checks" ||
 		r.Detail != "at most 1 new tokens per 1m0s per session; send a token once, when it is new" {
 		t.Errorf("Handle = %+v, want the token_flood rejection", r)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // signWith returns claims as a JWT signed by key with method, naming kid
@@ -90,8 +91,8 @@ func TestPrincipalPublicKeys(t *testing.T) {
 				}
 				return
 			}
-			if r.Outcome != interceptor.Reject || r.Reason != interceptor.RejectAuth {
-				t.Errorf("Handle(CONNECT) = %+v, want a %q rejection", r, interceptor.RejectAuth)
+			if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectAuth {
+				t.Errorf("Handle(CONNECT) = %+v, want a %q rejection", r, outcome.RejectAuth)
 			}
 			if s.Principal != nil {
 				t.Errorf("Principal = %+v after a rejection, want nil", s.Principal)

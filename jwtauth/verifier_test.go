@@ -130,7 +130,7 @@ func TestPrincipalRejectsBadTokens(t *testing.T) {
 					s.Query = url.Values{"access_token": {tt.token}}
 				}
 				r := p.Handle(s, f, t0)
-				if r.Outcome != interceptor.Reject || r.Reason != "auth" {
+				if r.Outcome != interceptor.Reject || r.Reason.String() != "auth" {
 					t.Errorf("Handle(CONNECT) = %+v, want a Reject with reason %q", r, "auth")
 				}
 				if r.Message == "" {
@@ -276,7 +276,7 @@ func TestPrincipalPermissions(t *testing.T) {
 					continue
 				}
 				if r.Outcome == interceptor.Reject {
-					if r.Reason != "permission" || r.Message == "" {
+					if r.Reason.String() != "permission" || r.Message == "" {
 						t.Errorf("%s %q: Reject %+v, want reason %q and a message", st.cmd, st.dest, r, "permission")
 					}
 					if !strings.Contains(r.Detail, "alice") || !strings.Contains(r.Detail, st.cmd) {

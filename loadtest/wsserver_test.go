@@ -15,6 +15,7 @@ import (
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessionlimit"
 )
@@ -25,7 +26,7 @@ type chainObserver struct{ m *metrics.Metrics }
 
 func (o chainObserver) FrameReceived(cmd string) { o.m.FrameReceived(cmd) }
 func (o chainObserver) FramePassed(cmd string)   { o.m.FramePassed(cmd) }
-func (o chainObserver) FrameDropped(cmd, reason string) {
+func (o chainObserver) FrameDropped(cmd string, reason *outcome.Reason) {
 	o.m.FrameDropped(cmd, metrics.DropReasonOf(reason))
 }
 

@@ -6,13 +6,12 @@ import (
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // The endpoint label of stompgate_api_requests_total: "other", then the
 // server API's endpoints.
-var apiEndpointLabels = []string{labelOther, server.APIPublish, server.APIDisconnect, server.APISessions}
+var apiEndpointLabels = append([]string{labelOther}, outcome.APIEndpoints()...)
 
 // The statuses the API answers with, each its own code label value of
 // stompgate_api_requests_total; any other status is counted as "other".
@@ -20,11 +19,11 @@ var apiCodes = []int{http.StatusOK, http.StatusAccepted, http.StatusBadRequest, 
 
 // The result label of stompgate_app_messages_total: "other", then the
 // server's results.
-var appResultLabels = []string{labelOther, server.AppOK, server.AppError, server.AppRefused, server.AppNoBackend}
+var appResultLabels = append([]string{labelOther}, outcome.AppResults()...)
 
 // The bound label of stompgate_app_backlog_refusals_total: "other", then
 // the server's bounds.
-var appBoundLabels = append([]string{labelOther}, server.AppBacklogBounds()...)
+var appBoundLabels = append([]string{labelOther}, outcome.AppBacklogBounds()...)
 
 // backendMetrics are the collectors of the backend features: the server
 // API, app messages and user destinations.

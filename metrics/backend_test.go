@@ -4,26 +4,26 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestBackendCounters(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
-	m.APIRequest(server.APIPublish, http.StatusAccepted)
-	m.APIRequest(server.APIPublish, http.StatusAccepted)
-	m.APIRequest(server.APISessions, http.StatusUnauthorized)
+	m.APIRequest(outcome.APIPublish, http.StatusAccepted)
+	m.APIRequest(outcome.APIPublish, http.StatusAccepted)
+	m.APIRequest(outcome.APISessions, http.StatusUnauthorized)
 	m.APIRequest("nope", http.StatusTeapot)
-	m.APIRequest(server.APIDisconnect, http.StatusTeapot)
+	m.APIRequest(outcome.APIDisconnect, http.StatusTeapot)
 	m.APIRequest("nope", http.StatusOK)
 	m.AppHandled("nope")
-	m.AppHandled(server.AppOK)
-	m.AppHandled(server.AppError)
-	m.AppHandled(server.AppError)
-	m.AppHandled(server.AppNoBackend)
-	m.AppHandled(server.AppRefused)
-	m.AppRefused(server.AppBoundAddress)
-	m.AppRefused(server.AppBoundAddress)
+	m.AppHandled(outcome.AppOK)
+	m.AppHandled(outcome.AppError)
+	m.AppHandled(outcome.AppError)
+	m.AppHandled(outcome.AppNoBackend)
+	m.AppHandled(outcome.AppRefused)
+	m.AppRefused(outcome.AppBoundAddress)
+	m.AppRefused(outcome.AppBoundAddress)
 	m.AppRefused("nope")
 	m.UserDelivered()
 	for _, tc := range []struct {
@@ -51,8 +51,8 @@ func TestBackendCounters(t *testing.T) {
 		}
 	}
 	var nilM *Metrics
-	nilM.APIRequest(server.APIPublish, 200)
-	nilM.AppHandled(server.AppOK)
-	nilM.AppRefused(server.AppBoundTotal)
+	nilM.APIRequest(outcome.APIPublish, 200)
+	nilM.AppHandled(outcome.AppOK)
+	nilM.AppRefused(outcome.AppBoundTotal)
 	nilM.UserDelivered()
 }

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // The peer in this file is the obvious alternative: resolving the child
@@ -151,7 +150,7 @@ func BenchmarkSessionOpenedClosed(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		m.SessionOpened()
-		m.SessionClosed(server.CloseNormal)
+		m.SessionClosed(outcome.CloseNormal)
 	}
 }
 
@@ -173,13 +172,13 @@ func TestHotPathAllocations(t *testing.T) {
 		{"Delivered hit", func() { m.Delivered("/topic/p49.x", 3) }},
 		{"Delivered miss", func() { m.Delivered("/queue/x", 3) }},
 		{"ProtocolErrorClose", func() { m.ProtocolErrorClose("frame_too_large") }},
-		{"Handshake", func() { m.Handshake(server.HandshakeAccepted) }},
+		{"Handshake", func() { m.Handshake(outcome.HandshakeAccepted) }},
 		{"LimiterDecision", func() { m.LimiterDecision("memory", time.Millisecond) }},
 		{"LimiterStoreError", func() { m.LimiterStoreError("redis") }},
 		{"SetLimiterFallback", func() { m.SetLimiterFallback(true) }},
 		{"SessionOpened", func() { m.SessionOpened() }},
-		{"SessionClosed", func() { m.SessionClosed(server.CloseClientGone) }},
-		{"FrameDropped by reason string", func() { m.FrameDropped("SEND", DropReasonOf("rate_limit")) }},
+		{"SessionClosed", func() { m.SessionClosed(outcome.CloseClientGone) }},
+		{"FrameDropped by reason string", func() { m.FrameDropped("SEND", DropReasonOf(outcome.DropRateLimit)) }},
 		{"RelayMessages", func() { m.RelayMessages(RelayDirectionOf("in"), 1) }},
 		{"RelayDropped", func() { m.RelayDropped(RelayDropReasonOf("queue_full"), 1) }},
 		{"AppHandled", func() { m.AppHandled("ok") }},

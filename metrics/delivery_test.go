@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestDelivered(t *testing.T) {
@@ -69,21 +69,21 @@ func TestBoundedCardinality(t *testing.T) {
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
 
 	// The series New creates: one per label value of every metric.
-	want := 1 + 1 + len(server.CloseReasons()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
-		len(server.HandshakeResults()) + 1 + numStores + numStores + 1 + // handshakes, decision, store errors, fallback
-		numLocalReasons + // decisions made without Redis
+	want := 1 + 1 + len(outcome.Closes()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
+		len(outcome.Handshakes()) + 1 + len(storeLabels) + len(storeLabels) + 1 + // handshakes, decision, store errors, fallback
+		len(localLabels) + // decisions made without Redis
 		numConfirmResults + numConfirmResults + 1 + // handshake and session cap confirmations, session cap local decisions
-		numCommands*(2+numDropReasons) + len(server.ProtocolErrorKinds()) + 1 + // frames, protocol errors
+		numCommands*(2+numDropReasons) + len(outcome.ProtocolErrorKinds()) + 1 + // frames, protocol errors
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
-		numRelayDirections + numRelayDropReasons + 1 + 1 + // relay messages, dropped, outage, subscriptions
-		numCapScopes + numCapScopes + 1 + 1 + 1 + // session cap leases, displaced, store errors, restored, fallback
-		numHTTPTimeouts + // HTTP timeouts
-		numPrefixLimits + // IPv6 prefix refusals
-		1 + numRelayResubscribeReasons + // relay subscriptions down, resubscribes
+		len(relayDirectionLabels) + len(relayDropReasonLabels) + 1 + 1 + // relay messages, dropped, outage, subscriptions
+		len(capScopeLabels) + len(capScopeLabels) + 1 + 1 + 1 + // session cap leases, displaced, store errors, restored, fallback
+		len(httpTimeoutLabels) + // HTTP timeouts
+		len(prefixLimitLabels) + // IPv6 prefix refusals
+		1 + len(relayResubscribeReasonLabels) + // relay subscriptions down, resubscribes
 		1 + // build info
 		3 + 1 + // input pauses by budget (+ other), paused seconds
-		numRelayDropReasons + // relay disconnect requests dropped
-		numProcsReasons + // processor changes
+		len(relayDropReasonLabels) + // relay disconnect requests dropped
+		len(procsReasonLabels) + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
 		len(appBoundLabels) // app backlog refusals
 	if got := seriesCount(t, reg); got != want {
@@ -113,9 +113,9 @@ func TestBoundedCardinality(t *testing.T) {
 		m.ProtocolErrorClose(word())
 		m.LimiterDecision(word(), time.Duration(rng.Int64N(int64(time.Second))))
 		m.LimiterStoreError(word())
-		m.Handshake(&server.HandshakeResult{})
+		m.Handshake(&outcome.Handshake{})
 		m.SessionOpened()
-		m.SessionClosed(&server.CloseReason{})
+		m.SessionClosed(&outcome.Close{})
 		m.RelayMessages(RelayDirection(rng.IntN(256)), 1)
 		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
 		m.APIRequest(word(), rng.IntN(1000))

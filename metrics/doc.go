@@ -12,20 +12,25 @@
 // # Labels
 //
 // Every label has a fixed set of values, and anything outside it is
-// counted as "other", so no input can create a series:
+// counted as "other", so no input can create a series. Apart from the
+// STOMP commands, every set is defined once, in package outcome, where
+// the server and the adapters take their values too; New resolves a
+// counter for each value of each list, and metrics imports no other
+// package of the module (server/adapterdeps_test.go holds it to that):
 //
 //   - command: the STOMP 1.2 client commands CONNECT, STOMP, SEND,
 //     SUBSCRIBE, UNSUBSCRIBE, ACK, NACK, BEGIN, COMMIT, ABORT, DISCONNECT.
-//   - reason on session closes: the server's own close reasons
-//     (server.CloseReasons, defined once in package server), resolved
-//     at New; a reason it does not know is "other".
-//   - reason, result, kind: the constants of DropReason and
-//     HandshakeResult, and the strings of ProtocolErrorKinds.
-//   - store: "redis" or "memory".
-//   - scope: "ip" or "principal" (CapScope).
-//   - direction: "out" or "in" (RelayDirection); reason on the relay's
-//     drops: the constants of RelayDropReason; on its resubscriptions:
-//     the constants of RelayResubscribeReason.
+//   - reason on session closes: outcome.Closes; result on handshakes:
+//     outcome.Handshakes; kind on protocol errors:
+//     outcome.ProtocolErrorKinds; reason on dropped frames: DropReason.
+//   - store: outcome.LimiterStores; reason on local decisions:
+//     outcome.LocalReasons.
+//   - scope: outcome.CapScopes (CapScope).
+//   - direction: outcome.RelayDirections (RelayDirection); reason on the
+//     relay's drops: outcome.RelayDrops (RelayDropReason); on its
+//     resubscriptions: outcome.RelayResubscribes.
+//   - endpoint, result, bound on the backend: outcome.APIEndpoints,
+//     outcome.AppResults, outcome.AppBacklogBounds.
 //   - destination_prefix: one of Config.DestinationPrefixes.
 //   - version, revision, goversion: the one build the binary is
 //     (Config.Build), fixed for the life of the process.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stompgate/stompgate/metrics"
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // A server builds one Metrics on its registry and reports what happens to
@@ -25,7 +25,7 @@ func ExampleNew() {
 		return
 	}
 
-	m.Handshake(server.HandshakeAccepted)
+	m.Handshake(outcome.HandshakeAccepted)
 	m.SessionOpened()
 	// Three SEND frames arrive; the session limiter drops the third.
 	for i := range 3 {
@@ -38,7 +38,7 @@ func ExampleNew() {
 	}
 	m.Delivered("/topic/room.8f3a", 9) // queued to 9 subscribers
 	m.Delivered("/queue/private", 1)   // matches no prefix
-	m.SessionClosed(server.CloseNormal)
+	m.SessionClosed(outcome.CloseNormal)
 	m.LimiterDecision("redis", 400*time.Microsecond)
 
 	// A second Metrics on the same registry is refused with an error.

@@ -3,8 +3,7 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stompgate/stompgate/interceptor"
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // The command label of the frame metrics takes one of the client commands
@@ -97,20 +96,20 @@ const (
 
 var dropReasonLabels = [numDropReasons]string{
 	DropOther:     labelOther,
-	DropRateLimit: interceptor.DropRateLimit,
-	DropRejected:  "rejected",
-	DropAborted:   interceptor.DropAborted,
+	DropRateLimit: outcome.DropRateLimit.String(),
+	DropRejected:  outcome.DropRejected,
+	DropAborted:   outcome.DropAborted.String(),
 }
 
 // DropReasonOf returns the DropReason of a reason the interceptor chain
 // reported (interceptor.Result.Reason): the chain's own rate_limit and
-// transaction_aborted by name, any other stage's reason as rejected, so
-// that a stage a program adds can never create a series.
-func DropReasonOf(reason string) DropReason {
+// transaction_aborted by value, any other reason as rejected, so that a
+// stage a program adds can never create a series.
+func DropReasonOf(reason *outcome.Reason) DropReason {
 	switch reason {
-	case interceptor.DropRateLimit:
+	case outcome.DropRateLimit:
 		return DropRateLimit
-	case interceptor.DropAborted:
+	case outcome.DropAborted:
 		return DropAborted
 	}
 	return DropRejected
@@ -121,8 +120,8 @@ func (r DropReason) String() string { return labelOf(dropReasonLabels[:], r) }
 
 // ProtocolErrorKinds returns the kind label values ProtocolErrorClose
 // counts under their own name, "other" excluded: the server's own
-// vocabulary (server.ProtocolErrorKinds). The slice is a fresh copy.
-func ProtocolErrorKinds() []string { return server.ProtocolErrorKinds() }
+// vocabulary (outcome.ProtocolErrorKinds). The slice is a fresh copy.
+func ProtocolErrorKinds() []string { return outcome.ProtocolErrorKinds() }
 
 func (m *Metrics) buildFrames(b *builder) {
 	received := b.counterVec("stompgate_frames_received_total",
@@ -144,7 +143,7 @@ func (m *Metrics) buildFrames(b *builder) {
 	kinds := b.counterVec("stompgate_protocol_error_closes_total",
 		"Sessions closed with an ERROR frame for a protocol violation, by kind.", "kind")
 	m.protocolErrors = make(map[string]prometheus.Counter)
-	for _, k := range server.ProtocolErrorKinds() {
+	for _, k := range outcome.ProtocolErrorKinds() {
 		m.protocolErrors[k] = kinds.WithLabelValues(k)
 	}
 	m.protocolErrorsOther = kinds.WithLabelValues(labelOther)

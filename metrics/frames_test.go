@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestCommandIndex(t *testing.T) {
@@ -170,8 +170,8 @@ func TestProtocolErrorClose(t *testing.T) {
 		}
 	}
 	kinds := ProtocolErrorKinds()
-	if len(kinds) != len(server.ProtocolErrorKinds()) {
-		t.Errorf("ProtocolErrorKinds() has %d kinds, want the server's %d", len(kinds), len(server.ProtocolErrorKinds()))
+	if len(kinds) != len(outcome.ProtocolErrorKinds()) {
+		t.Errorf("ProtocolErrorKinds() has %d kinds, want the server's %d", len(kinds), len(outcome.ProtocolErrorKinds()))
 	}
 	for _, k := range kinds {
 		if k == labelOther {
@@ -208,11 +208,11 @@ func TestDropReasonString(t *testing.T) {
 
 func TestDropReasonOf(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]DropReason{
-		"rate_limit":          DropRateLimit,
-		"transaction_aborted": DropAborted,
-		"permission":          DropRejected,
-		"a stage of my own":   DropRejected,
+	for in, want := range map[*outcome.Reason]DropReason{
+		outcome.DropRateLimit:                       DropRateLimit,
+		outcome.DropAborted:                         DropAborted,
+		outcome.RejectPermission:                    DropRejected,
+		outcome.NewReject("a stage of my own", nil): DropRejected,
 	} {
 		if got := DropReasonOf(in); got != want {
 			t.Errorf("DropReasonOf(%q) = %v, want %v", in, got, want)

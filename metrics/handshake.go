@@ -4,8 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // The store label of the handshake limiter metrics: the store that answered
@@ -15,16 +14,9 @@ const (
 	storeRedis
 	storeMemory
 	storeLocal
-
-	numStores = iota
 )
 
-var storeLabels = [numStores]string{
-	storeOther:  labelOther,
-	storeRedis:  "redis",
-	storeMemory: "memory",
-	storeLocal:  "local",
-}
+var storeLabels = append([]string{labelOther}, outcome.LimiterStores()...)
 
 // The reason label of stompgate_handshake_limiter_local_decisions_total:
 // handshake.Result.Local's values.
@@ -35,18 +27,9 @@ const (
 	localQueueFull
 	localQueueWait
 	localTimeout
-
-	numLocalReasons = iota
 )
 
-var localLabels = [numLocalReasons]string{
-	localOther:     labelOther,
-	localRefused:   "refused",
-	localInFlight:  "in_flight",
-	localQueueFull: "queue_full",
-	localQueueWait: "queue_wait",
-	localTimeout:   "timeout",
-}
+var localLabels = append([]string{labelOther}, outcome.LocalReasons()...)
 
 // The result label of the confirmation counters
 // (stompgate_handshake_limiter_confirmations_total,
@@ -60,8 +43,8 @@ const (
 )
 
 var confirmLabels = [numConfirmResults]string{
-	confirmFailed:   "failed",
-	confirmAnswered: "answered",
+	confirmFailed:   outcome.ConfirmFailed,
+	confirmAnswered: outcome.ConfirmAnswered,
 }
 
 // confirmIndex is the confirmLabels index of a confirmation's outcome.
@@ -88,8 +71,8 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		"WebSocket upgrade requests, by result.", "result")
 	// The results are the server's vocabulary (server.HandshakeResults),
 	// each resolved once here.
-	m.handshakes = make(map[*server.HandshakeResult]prometheus.Counter)
-	for _, r := range server.HandshakeResults() {
+	m.handshakes = make(map[*outcome.Handshake]prometheus.Counter)
+	for _, r := range outcome.Handshakes() {
 		m.handshakes[r] = results.WithLabelValues(r.String())
 	}
 	m.handshakesOther = results.WithLabelValues(labelOther)
@@ -98,11 +81,11 @@ func (m *Metrics) buildHandshakes(b *builder) {
 		LimiterDecisionBuckets, "store")
 	storeErrors := b.counterVec("stompgate_handshake_limiter_store_errors_total",
 		"Handshake limiter store calls that failed, by store.", "store")
-	resolve(m.limiterDecision[:], storeLabels[:], decision.WithLabelValues)
-	resolve(m.limiterStoreErrors[:], storeLabels[:], storeErrors.WithLabelValues)
+	m.limiterDecision = resolveAll(storeLabels, decision.WithLabelValues)
+	m.limiterStoreErrors = resolveAll(storeLabels, storeErrors.WithLabelValues)
 	local := b.counterVec("stompgate_handshake_limiter_local_decisions_total",
 		"Handshake decisions made without Redis while Redis was not judged failing, by reason: refused and in_flight were shed (refused without asking), queue_full, queue_wait and timeout decided in process memory.", "reason")
-	resolve(m.limiterLocal[:], localLabels[:], local.WithLabelValues)
+	m.limiterLocal = resolveAll(localLabels, local.WithLabelValues)
 	confirmations := b.counterVec("stompgate_handshake_limiter_confirmations_total",
 		"PINGs (bounded by -redis-confirm-timeout) that confirmed -redis-timeouts-to-fail handshake round trips timed out in a row, by result: answered (Redis is alive, the timeouts were this server's load; no fallback) or failed (fallback mode entered).", "result")
 	resolve(m.limiterConfirm[:], confirmLabels[:], confirmations.WithLabelValues)
@@ -112,7 +95,7 @@ func (m *Metrics) buildHandshakes(b *builder) {
 
 // Handshake counts one WebSocket upgrade request
 // (stompgate_handshakes_total{result}).
-func (m *Metrics) Handshake(result *server.HandshakeResult) {
+func (m *Metrics) Handshake(result *outcome.Handshake) {
 	if m == nil {
 		return
 	}
@@ -131,7 +114,7 @@ func (m *Metrics) LimiterDecision(store string, elapsed time.Duration) {
 	if m == nil {
 		return
 	}
-	m.limiterDecision[labelIndex(storeLabels[:], store)].Observe(max(elapsed, 0).Seconds())
+	m.limiterDecision[labelIndex(storeLabels, store)].Observe(max(elapsed, 0).Seconds())
 }
 
 // LimiterStoreError counts a failed call to a limiter store
@@ -140,7 +123,7 @@ func (m *Metrics) LimiterStoreError(store string) {
 	if m == nil {
 		return
 	}
-	m.limiterStoreErrors[labelIndex(storeLabels[:], store)].Inc()
+	m.limiterStoreErrors[labelIndex(storeLabels, store)].Inc()
 }
 
 // SetLimiterFallback sets stompgate_handshake_limiter_fallback to 1 while
@@ -167,7 +150,7 @@ func (m *Metrics) LimiterLocalDecision(reason string) {
 	if m == nil {
 		return
 	}
-	m.limiterLocal[labelIndex(localLabels[:], reason)].Inc()
+	m.limiterLocal[labelIndex(localLabels, reason)].Inc()
 }
 
 // LimiterConfirmation counts a PING that confirmed the handshake

@@ -5,20 +5,20 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/handshake"
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestHandshakes(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
 	for range 4 {
-		m.Handshake(server.HandshakeAccepted)
+		m.Handshake(outcome.HandshakeAccepted)
 	}
-	m.Handshake(server.HandshakeRejectedLimit)
-	m.Handshake(server.HandshakeRejectedLimit)
-	m.Handshake(server.HandshakeRejectedBan)
-	m.Handshake(server.HandshakeStoreError)
-	m.Handshake(&server.HandshakeResult{})
+	m.Handshake(outcome.HandshakeRejectedLimit)
+	m.Handshake(outcome.HandshakeRejectedLimit)
+	m.Handshake(outcome.HandshakeRejectedBan)
+	m.Handshake(outcome.HandshakeStoreError)
+	m.Handshake(&outcome.Handshake{})
 
 	tests := []struct {
 		result string
@@ -153,7 +153,7 @@ func TestLimiterDecisionBuckets(t *testing.T) {
 func TestStoreLabelsAreTheLimiters(t *testing.T) {
 	t.Parallel()
 	for _, s := range []string{handshake.StoreRedis, handshake.StoreMemory} {
-		if got := storeLabels[labelIndex(storeLabels[:], s)]; got != s {
+		if got := storeLabels[labelIndex(storeLabels, s)]; got != s {
 			t.Errorf("storeLabels[labelIndex(storeLabels, %q)] = %q, want %q", s, got, s)
 		}
 	}

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // HTTPTimeout says which bound of the public HTTP server closed a
 // connection; it is the kind label of stompgate_http_timeouts_total. The
 // zero value is HTTPTimeoutOther.
@@ -15,23 +17,17 @@ const (
 	// HTTPTimeoutRead: a request's headers or body did not arrive within
 	// the read timeouts (a slow or stalled client).
 	HTTPTimeoutRead
-
-	numHTTPTimeouts = iota
 )
 
-var httpTimeoutLabels = [numHTTPTimeouts]string{
-	HTTPTimeoutOther: labelOther,
-	HTTPTimeoutIdle:  "idle",
-	HTTPTimeoutRead:  "read",
-}
+var httpTimeoutLabels = append([]string{labelOther}, outcome.HTTPTimeouts()...)
 
 // String returns the label value k is counted under.
-func (k HTTPTimeout) String() string { return labelOf(httpTimeoutLabels[:], k) }
+func (k HTTPTimeout) String() string { return labelOf(httpTimeoutLabels, k) }
 
 func (m *Metrics) buildHTTP(b *builder) {
 	timeouts := b.counterVec("stompgate_http_timeouts_total",
 		"Plain HTTP connections the server closed because a timeout ran out, by kind.", "kind")
-	resolve(m.httpTimeouts[:], httpTimeoutLabels[:], timeouts.WithLabelValues)
+	m.httpTimeouts = resolveAll(httpTimeoutLabels, timeouts.WithLabelValues)
 }
 
 // HTTPTimedOut counts a connection closed by an HTTP server timeout
@@ -40,5 +36,5 @@ func (m *Metrics) HTTPTimedOut(kind HTTPTimeout) {
 	if m == nil {
 		return
 	}
-	m.httpTimeouts[known(httpTimeoutLabels[:], kind)].Inc()
+	m.httpTimeouts[known(httpTimeoutLabels, kind)].Inc()
 }

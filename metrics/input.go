@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // inputMetrics count the per-session inbound budget
@@ -16,13 +16,11 @@ type inputMetrics struct {
 	pausedSeconds                          prometheus.Counter
 }
 
-var _ server.InputObserver = (*Metrics)(nil)
-
 func (m *Metrics) buildInput(b *builder) {
 	pauses := b.counterVec("stompgate_input_pauses_total",
 		"Times a session's reader stopped reading because the session spent its inbound budget per window, by budget (frames, bytes); TCP holds the client back until the window ends.", "budget")
-	m.input.pausesFrames = pauses.WithLabelValues(server.InputBudgetFrames)
-	m.input.pausesBytes = pauses.WithLabelValues(server.InputBudgetBytes)
+	m.input.pausesFrames = pauses.WithLabelValues(outcome.InputBudgetFrames)
+	m.input.pausesBytes = pauses.WithLabelValues(outcome.InputBudgetBytes)
 	m.input.pausesOther = pauses.WithLabelValues(labelOther)
 	m.input.pausedSeconds = b.counter("stompgate_input_paused_seconds_total",
 		"Seconds session readers spent paused by the inbound budget, summed over sessions.")
@@ -36,9 +34,9 @@ func (m *Metrics) InputPaused(budget string, d time.Duration) {
 		return
 	}
 	switch budget {
-	case server.InputBudgetFrames:
+	case outcome.InputBudgetFrames:
 		m.input.pausesFrames.Inc()
-	case server.InputBudgetBytes:
+	case outcome.InputBudgetBytes:
 		m.input.pausesBytes.Inc()
 	default:
 		m.input.pausesOther.Inc()

@@ -4,18 +4,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestInputPaused(t *testing.T) {
 	t.Parallel()
 	m, reg := newTestMetrics(t, Config{})
-	m.InputPaused(server.InputBudgetFrames, 250*time.Millisecond)
-	m.InputPaused(server.InputBudgetFrames, 500*time.Millisecond)
-	m.InputPaused(server.InputBudgetBytes, 250*time.Millisecond)
+	m.InputPaused(outcome.InputBudgetFrames, 250*time.Millisecond)
+	m.InputPaused(outcome.InputBudgetFrames, 500*time.Millisecond)
+	m.InputPaused(outcome.InputBudgetBytes, 250*time.Millisecond)
 	m.InputPaused("made-up", 0)
 	var nilM *Metrics
-	nilM.InputPaused(server.InputBudgetBytes, time.Second)
+	nilM.InputPaused(outcome.InputBudgetBytes, time.Second)
 
 	for _, tt := range []struct {
 		metric string

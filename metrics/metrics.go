@@ -7,8 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // MaxDestinationPrefixes bounds Config.DestinationPrefixes. Each prefix is
@@ -73,15 +72,15 @@ func (c Config) withDefaults() (Config, error) {
 type Metrics struct {
 	sessionsActive      prometheus.Gauge
 	sessionsOpened      prometheus.Counter
-	sessionsClosed      map[*server.CloseReason]prometheus.Counter
+	sessionsClosed      map[*outcome.Close]prometheus.Counter
 	sessionsClosedOther prometheus.Counter
 
-	handshakes         map[*server.HandshakeResult]prometheus.Counter
+	handshakes         map[*outcome.Handshake]prometheus.Counter
 	handshakesOther    prometheus.Counter
-	limiterDecision    [numStores]prometheus.Observer
-	limiterStoreErrors [numStores]prometheus.Counter
+	limiterDecision    []prometheus.Observer
+	limiterStoreErrors []prometheus.Counter
 	limiterFallback    prometheus.Gauge
-	limiterLocal       [numLocalReasons]prometheus.Counter
+	limiterLocal       []prometheus.Counter
 	limiterConfirm     [numConfirmResults]prometheus.Counter
 
 	framesReceived      [numCommands]prometheus.Counter
@@ -105,10 +104,10 @@ type Metrics struct {
 	backend backendMetrics
 	input   inputMetrics
 
-	httpTimeouts [numHTTPTimeouts]prometheus.Counter
+	httpTimeouts []prometheus.Counter
 
-	prefixRefusals [numPrefixLimits]prometheus.Counter
-	procsChanges   [numProcsReasons]prometheus.Counter
+	prefixRefusals []prometheus.Counter
+	procsChanges   []prometheus.Counter
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -213,6 +212,14 @@ func resolve[T any](children []T, values []string, child func(...string) T) {
 	for i, v := range values {
 		children[i] = child(v)
 	}
+}
+
+// resolveAll returns the children of every value, in order: the counters
+// of a label set taken from package outcome, whose length is the list's.
+func resolveAll[T any](values []string, child func(...string) T) []T {
+	children := make([]T, len(values))
+	resolve(children, values, child)
+	return children
 }
 
 func (b *builder) counter(name, help string) prometheus.Counter {

@@ -8,8 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestNewConfig(t *testing.T) {
@@ -182,9 +181,9 @@ func TestNilMetrics(t *testing.T) {
 	t.Parallel()
 	var m *Metrics
 	m.SessionOpened()
-	m.SessionClosed(server.CloseNormal)
+	m.SessionClosed(outcome.CloseNormal)
 	m.Panic()
-	m.Handshake(server.HandshakeAccepted)
+	m.Handshake(outcome.HandshakeAccepted)
 	m.LimiterDecision("redis", 1)
 	m.LimiterStoreError("redis")
 	m.SetLimiterFallback(true)

@@ -1,16 +1,25 @@
 package metrics
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
+import "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/stompgate/stompgate/server"
-)
+// OutboundStats is what NewOutboundCollector reads at each scrape: the
+// server's figures (server.OutboundStats) converted field for field, so
+// that metrics needs no import of the server.
+type OutboundStats struct {
+	// Queued is the bytes all sessions hold for writing now.
+	Queued int64
+	// Limit is the bound on Queued, or 0 when there is none.
+	Limit int64
+	// Shed counts the sessions closed, since start, because Queued went
+	// over Limit.
+	Shed uint64
+}
 
 // NewOutboundCollector returns a collector that reads the server's
 // server-wide outbound figures at each scrape and exposes them as:
 //
 //   - stompgate_outbound_queued_bytes (gauge): bytes all sessions hold
-//     for writing now (server.OutboundStats.Queued).
+//     for writing now (OutboundStats.Queued).
 //   - stompgate_outbound_budget_bytes (gauge): the bound on them
 //     (server.Config.OutboundTotalBytes); 0 when there is none.
 //   - stompgate_outbound_budget_sheds_total: sessions closed because the
@@ -20,8 +29,8 @@ import (
 //
 // Reading at the scrape keeps the delivery path free of metric updates.
 // Register it on the same registerer as New's collectors. stats must be
-// safe for concurrent use; (*server.Server).OutboundStats is.
-func NewOutboundCollector(stats func() server.OutboundStats) prometheus.Collector {
+// safe for concurrent use, as (*server.Server).OutboundStats is.
+func NewOutboundCollector(stats func() OutboundStats) prometheus.Collector {
 	return &outboundCollector{stats: stats}
 }
 
@@ -36,7 +45,7 @@ var (
 
 // outboundCollector is the prometheus.Collector of NewOutboundCollector.
 type outboundCollector struct {
-	stats func() server.OutboundStats
+	stats func() OutboundStats
 }
 
 func (c *outboundCollector) Describe(ch chan<- *prometheus.Desc) {

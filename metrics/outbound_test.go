@@ -4,14 +4,12 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
 )
 
 func TestOutboundCollector(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	st := server.OutboundStats{Queued: 5 << 20, Limit: 256 << 20, Shed: 2}
-	if err := reg.Register(NewOutboundCollector(func() server.OutboundStats { return st })); err != nil {
+	st := OutboundStats{Queued: 5 << 20, Limit: 256 << 20, Shed: 2}
+	if err := reg.Register(NewOutboundCollector(func() OutboundStats { return st })); err != nil {
 		t.Fatal(err)
 	}
 	st.Shed++ // read at the scrape, not at registration

@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // PrefixLimit says which per-client limit refused a client keyed by its
 // IPv6 prefix; it is the limit label of
 // stompgate_ipv6_prefix_refusals_total. The zero value is
@@ -15,23 +17,17 @@ const (
 	PrefixLimitHandshake
 	// PrefixLimitSessionCap: the sessions one client holds open.
 	PrefixLimitSessionCap
-
-	numPrefixLimits = iota
 )
 
-var prefixLimitLabels = [numPrefixLimits]string{
-	PrefixLimitOther:      labelOther,
-	PrefixLimitHandshake:  "handshake",
-	PrefixLimitSessionCap: "session_cap",
-}
+var prefixLimitLabels = append([]string{labelOther}, outcome.PrefixLimits()...)
 
 // String returns the label value l is counted under.
-func (l PrefixLimit) String() string { return labelOf(prefixLimitLabels[:], l) }
+func (l PrefixLimit) String() string { return labelOf(prefixLimitLabels, l) }
 
 func (m *Metrics) buildPrefix(b *builder) {
 	refusals := b.counterVec("stompgate_ipv6_prefix_refusals_total",
 		"Handshakes refused by a per-client limit whose client is an IPv6 address keyed by its prefix (-ipv6-prefix), by limit; also counted in stompgate_handshakes_total.", "limit")
-	resolve(m.prefixRefusals[:], prefixLimitLabels[:], refusals.WithLabelValues)
+	m.prefixRefusals = resolveAll(prefixLimitLabels, refusals.WithLabelValues)
 }
 
 // IPv6PrefixRefused counts a handshake refused by limit for a client keyed
@@ -40,5 +36,5 @@ func (m *Metrics) IPv6PrefixRefused(limit PrefixLimit) {
 	if m == nil {
 		return
 	}
-	m.prefixRefusals[known(prefixLimitLabels[:], limit)].Inc()
+	m.prefixRefusals[known(prefixLimitLabels, limit)].Inc()
 }

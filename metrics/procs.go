@@ -1,5 +1,7 @@
 package metrics
 
+import "github.com/stompgate/stompgate/outcome"
+
 // ProcsReason is the reason label of stompgate_procs_changes_total.
 type ProcsReason uint8
 
@@ -17,33 +19,26 @@ const (
 	// ProcsLower: the load fitted in one processor fewer for long
 	// enough; one was given up.
 	ProcsLower
-
-	numProcsReasons = iota
 )
 
-// The label values are spelled here rather than taken from
-// internal/procs; TestProcsLabelsAreProcs keeps the two the same.
-var procsReasonLabels = [numProcsReasons]string{
-	ProcsOther: labelOther,
-	ProcsLoad:  "load",
-	ProcsQueue: "queue",
-	ProcsLower: "lower",
-}
+// The label values come from package outcome, where internal/procs takes
+// them too.
+var procsReasonLabels = append([]string{labelOther}, outcome.ProcsReasons()...)
 
 // ProcsReasonOf returns the ProcsReason of a reason procs reported;
 // anything else is ProcsOther.
 func ProcsReasonOf(reason string) ProcsReason {
-	return enumOf[ProcsReason](procsReasonLabels[:], reason)
+	return enumOf[ProcsReason](procsReasonLabels, reason)
 }
 
 // String returns the label value r is counted under.
-func (r ProcsReason) String() string { return labelOf(procsReasonLabels[:], r) }
+func (r ProcsReason) String() string { return labelOf(procsReasonLabels, r) }
 
 func (m *Metrics) buildProcs(b *builder) {
 	changes := b.counterVec("stompgate_procs_changes_total",
 		"Changes of the processors the server runs on (-adaptive-procs), by reason: load (a tick filled them), queue (goroutines waited between ticks), lower (one given up).",
 		"reason")
-	resolve(m.procsChanges[:], procsReasonLabels[:], changes.WithLabelValues)
+	m.procsChanges = resolveAll(procsReasonLabels, changes.WithLabelValues)
 }
 
 // ProcsChanged counts one change of the processors in use
@@ -52,5 +47,5 @@ func (m *Metrics) ProcsChanged(r ProcsReason) {
 	if m == nil {
 		return
 	}
-	m.procsChanges[known(procsReasonLabels[:], r)].Inc()
+	m.procsChanges[known(procsReasonLabels, r)].Inc()
 }

@@ -8,8 +8,7 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // Every series that alerts.yml and dashboard.json name must be one that
@@ -29,9 +28,9 @@ func registeredFamilies(t *testing.T) map[string]family {
 	t.Helper()
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: []string{"/topic/room."}})
 	m.SessionOpened()
-	m.SessionClosed(server.CloseNormal)
+	m.SessionClosed(outcome.CloseNormal)
 	m.Panic()
-	m.Handshake(server.HandshakeAccepted)
+	m.Handshake(outcome.HandshakeAccepted)
 	m.LimiterDecision("redis", time.Millisecond)
 	m.LimiterStoreError("redis")
 	m.SetLimiterFallback(true)

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stompgate/stompgate/outcome"
+)
 
 // RelayDirection is the direction label of stompgate_relay_messages_total.
 type RelayDirection uint8
@@ -13,28 +16,22 @@ const (
 	RelayOut
 	// RelayIn: messages from other instances delivered to the local broker.
 	RelayIn
-
-	numRelayDirections = iota
 )
 
-// The relay's label values are spelled here rather than taken from package
-// relay, which would bring its Redis client into every program that
-// imports metrics; TestRelayLabelsAreTheRelays keeps the two the same.
-var relayDirectionLabels = [numRelayDirections]string{
-	RelayOther: labelOther,
-	RelayOut:   "out",
-	RelayIn:    "in",
-}
+// The relay's label values come from package outcome, where package relay
+// takes them too: importing relay would bring its Redis client into every
+// program that imports metrics.
+var relayDirectionLabels = append([]string{labelOther}, outcome.RelayDirections()...)
 
 // RelayDirectionOf returns the RelayDirection of a direction the relay
 // reported ("out", relay.DirectionIn); anything else is
 // RelayOther.
 func RelayDirectionOf(direction string) RelayDirection {
-	return enumOf[RelayDirection](relayDirectionLabels[:], direction)
+	return enumOf[RelayDirection](relayDirectionLabels, direction)
 }
 
 // String returns the label value d is counted under.
-func (d RelayDirection) String() string { return labelOf(relayDirectionLabels[:], d) }
+func (d RelayDirection) String() string { return labelOf(relayDirectionLabels, d) }
 
 // RelayDropReason is the reason label of stompgate_relay_dropped_total.
 type RelayDropReason uint8
@@ -62,29 +59,18 @@ const (
 	// RelayDropStale: with -relay-key, a payload from Redis was
 	// timestamped too far from this instance's clock (a replay).
 	RelayDropStale
-
-	numRelayDropReasons = iota
 )
 
-var relayDropReasonLabels = [numRelayDropReasons]string{
-	RelayDropOther:        labelOther,
-	RelayDropQueueFull:    "queue_full",
-	RelayDropRedisError:   "redis_error",
-	RelayDropMalformed:    "malformed",
-	RelayDropTooLarge:     "too_large",
-	RelayDropUnsigned:     "unsigned",
-	RelayDropBadSignature: "bad_signature",
-	RelayDropStale:        "stale",
-}
+var relayDropReasonLabels = append([]string{labelOther}, outcome.RelayDrops()...)
 
 // RelayDropReasonOf returns the RelayDropReason of a reason the relay
 // reported (relay.Drop*); anything else is RelayDropOther.
 func RelayDropReasonOf(reason string) RelayDropReason {
-	return enumOf[RelayDropReason](relayDropReasonLabels[:], reason)
+	return enumOf[RelayDropReason](relayDropReasonLabels, reason)
 }
 
 // String returns the label value r is counted under.
-func (r RelayDropReason) String() string { return labelOf(relayDropReasonLabels[:], r) }
+func (r RelayDropReason) String() string { return labelOf(relayDropReasonLabels, r) }
 
 // RelayResubscribeReason is the reason label of
 // stompgate_relay_resubscribes_total.
@@ -103,35 +89,28 @@ const (
 	// RelayResubscribeUnanswered: a PING or a subscription confirmation
 	// went unanswered (a half-open connection).
 	RelayResubscribeUnanswered
-
-	numRelayResubscribeReasons = iota
 )
 
-var relayResubscribeReasonLabels = [numRelayResubscribeReasons]string{
-	RelayResubscribeOther:      labelOther,
-	RelayResubscribeMoved:      "moved",
-	RelayResubscribeConnection: "connection",
-	RelayResubscribeUnanswered: "unanswered",
-}
+var relayResubscribeReasonLabels = append([]string{labelOther}, outcome.RelayResubscribes()...)
 
 // RelayResubscribeReasonOf returns the RelayResubscribeReason of a
 // reason the relay reported (relay.Resubscribe*); anything else is
 // RelayResubscribeOther.
 func RelayResubscribeReasonOf(reason string) RelayResubscribeReason {
-	return enumOf[RelayResubscribeReason](relayResubscribeReasonLabels[:], reason)
+	return enumOf[RelayResubscribeReason](relayResubscribeReasonLabels, reason)
 }
 
 // String returns the label value r is counted under.
 func (r RelayResubscribeReason) String() string {
-	return labelOf(relayResubscribeReasonLabels[:], r)
+	return labelOf(relayResubscribeReasonLabels, r)
 }
 
 // relayMetrics are the cross-instance relay's collectors.
 type relayMetrics struct {
-	messages          [numRelayDirections]prometheus.Counter
-	dropped           [numRelayDropReasons]prometheus.Counter
-	disconnectDropped [numRelayDropReasons]prometheus.Counter
-	resubscribes      [numRelayResubscribeReasons]prometheus.Counter
+	messages          []prometheus.Counter
+	dropped           []prometheus.Counter
+	disconnectDropped []prometheus.Counter
+	resubscribes      []prometheus.Counter
 	outage            prometheus.Gauge
 	subscriptions     prometheus.Gauge
 	subscriptionsDown prometheus.Gauge
@@ -141,13 +120,13 @@ func (m *Metrics) buildRelay(b *builder) {
 	messages := b.counterVec("stompgate_relay_messages_total",
 		"Messages relayed between instances through Redis, by direction (out: published, in: received and delivered locally).",
 		"direction")
-	resolve(m.relay.messages[:], relayDirectionLabels[:], messages.WithLabelValues)
+	m.relay.messages = resolveAll(relayDirectionLabels, messages.WithLabelValues)
 	dropped := b.counterVec("stompgate_relay_dropped_total",
 		"Messages that could not cross between instances, by reason.", "reason")
-	resolve(m.relay.dropped[:], relayDropReasonLabels[:], dropped.WithLabelValues)
+	m.relay.dropped = resolveAll(relayDropReasonLabels, dropped.WithLabelValues)
 	disconnectDropped := b.counterVec("stompgate_relay_disconnect_dropped_total",
 		"Disconnect requests from Redis that were ignored, by reason (too_large, malformed, and with -relay-key unsigned, bad_signature, stale).", "reason")
-	resolve(m.relay.disconnectDropped[:], relayDropReasonLabels[:], disconnectDropped.WithLabelValues)
+	m.relay.disconnectDropped = resolveAll(relayDropReasonLabels, disconnectDropped.WithLabelValues)
 	m.relay.outage = b.gauge("stompgate_relay_outage",
 		"1 while the cross-instance relay cannot reach Redis, else 0.")
 	m.relay.subscriptions = b.gauge("stompgate_relay_subscriptions",
@@ -156,7 +135,7 @@ func (m *Metrics) buildRelay(b *builder) {
 		"Redis channels the relay wants but has no live subscription for (lost to a slot move or a failed connection and not yet subscribed again); messages from other instances on them are lost meanwhile.")
 	resubscribes := b.counterVec("stompgate_relay_resubscribes_total",
 		"Relay subscription connections replaced, with every channel they carried, by reason.", "reason")
-	resolve(m.relay.resubscribes[:], relayResubscribeReasonLabels[:], resubscribes.WithLabelValues)
+	m.relay.resubscribes = resolveAll(relayResubscribeReasonLabels, resubscribes.WithLabelValues)
 }
 
 // RelayResubscribes counts n relay subscription connections replaced
@@ -165,7 +144,7 @@ func (m *Metrics) RelayResubscribes(r RelayResubscribeReason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.relay.resubscribes[known(relayResubscribeReasonLabels[:], r)].Add(float64(n))
+	m.relay.resubscribes[known(relayResubscribeReasonLabels, r)].Add(float64(n))
 }
 
 // SetRelaySubscriptionsDown sets stompgate_relay_subscriptions_down, the
@@ -183,7 +162,7 @@ func (m *Metrics) RelayMessages(d RelayDirection, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.relay.messages[known(relayDirectionLabels[:], d)].Add(float64(n))
+	m.relay.messages[known(relayDirectionLabels, d)].Add(float64(n))
 }
 
 // RelayDropped counts n messages that could not cross between instances
@@ -192,7 +171,7 @@ func (m *Metrics) RelayDropped(r RelayDropReason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.relay.dropped[known(relayDropReasonLabels[:], r)].Add(float64(n))
+	m.relay.dropped[known(relayDropReasonLabels, r)].Add(float64(n))
 }
 
 // RelayDisconnectDropped counts n disconnect requests between instances
@@ -202,7 +181,7 @@ func (m *Metrics) RelayDisconnectDropped(r RelayDropReason, n int) {
 	if m == nil || n <= 0 {
 		return
 	}
-	m.relay.disconnectDropped[known(relayDropReasonLabels[:], r)].Add(float64(n))
+	m.relay.disconnectDropped[known(relayDropReasonLabels, r)].Add(float64(n))
 }
 
 // SetRelayOutage sets stompgate_relay_outage to 1 while the relay cannot

@@ -1,6 +1,9 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stompgate/stompgate/outcome"
+)
 
 // CapScope is the scope label of the session cap metrics: what a cap
 // counts sessions by.
@@ -16,26 +19,20 @@ const (
 	// CapScopePrincipal: sessions per authenticated principal, checked at
 	// CONNECT.
 	CapScopePrincipal
-
-	numCapScopes = iota
 )
 
-// The scopes are spelled here rather than taken from package sessioncap,
-// which would bring its Redis client into every program that imports
-// metrics; TestEnumLabels keeps the two the same.
-var capScopeLabels = [numCapScopes]string{
-	CapScopeOther:     labelOther,
-	CapScopeIP:        "ip",
-	CapScopePrincipal: "principal",
-}
+// The scopes come from package outcome, where package sessioncap takes
+// them too: importing sessioncap would bring its Redis client into every
+// program that imports metrics.
+var capScopeLabels = append([]string{labelOther}, outcome.CapScopes()...)
 
 // CapScopeOf returns the CapScope of a scope the session caps reported
 // (sessioncap.ScopeIP, sessioncap.ScopePrincipal); anything else is
 // CapScopeOther.
-func CapScopeOf(scope string) CapScope { return enumOf[CapScope](capScopeLabels[:], scope) }
+func CapScopeOf(scope string) CapScope { return enumOf[CapScope](capScopeLabels, scope) }
 
 // String returns the label value s is counted under.
-func (s CapScope) String() string { return labelOf(capScopeLabels[:], s) }
+func (s CapScope) String() string { return labelOf(capScopeLabels, s) }
 
 // capMetrics are the session caps' collectors. Refusals are counted
 // where the client sees them: stompgate_handshakes_total{result=
@@ -43,8 +40,8 @@ func (s CapScope) String() string { return labelOf(capScopeLabels[:], s) }
 // stompgate_sessions_closed_total{reason="session_cap"} for the
 // per-principal one.
 type capMetrics struct {
-	leases      [numCapScopes]prometheus.Gauge
-	displaced   [numCapScopes]prometheus.Counter
+	leases      []prometheus.Gauge
+	displaced   []prometheus.Counter
 	storeErrors prometheus.Counter
 	restored    prometheus.Counter
 	fallback    prometheus.Gauge
@@ -55,10 +52,10 @@ type capMetrics struct {
 func (m *Metrics) buildSessionCaps(b *builder) {
 	leases := b.gaugeVec("stompgate_session_cap_leases",
 		"Session slots this instance holds in the session caps, by scope (ip, principal).", "scope")
-	resolve(m.caps.leases[:], capScopeLabels[:], leases.WithLabelValues)
+	m.caps.leases = resolveAll(capScopeLabels, leases.WithLabelValues)
 	displaced := b.counterVec("stompgate_session_cap_displaced_total",
 		"Sessions that lost their slot to a newer session of the same key at the cap, by scope (-session-cap-displace).", "scope")
-	resolve(m.caps.displaced[:], capScopeLabels[:], displaced.WithLabelValues)
+	m.caps.displaced = resolveAll(capScopeLabels, displaced.WithLabelValues)
 	m.caps.storeErrors = b.counter("stompgate_session_cap_store_errors_total",
 		"Redis calls of the session caps that failed (acquire, release, renewal, probe).")
 	m.caps.restored = b.counter("stompgate_session_cap_leases_restored_total",
@@ -97,7 +94,7 @@ func (m *Metrics) SessionCapAcquired(s CapScope) {
 	if m == nil {
 		return
 	}
-	m.caps.leases[known(capScopeLabels[:], s)].Inc()
+	m.caps.leases[known(capScopeLabels, s)].Inc()
 }
 
 // SessionCapDisplaced counts n sessions of scope that a newer one
@@ -106,7 +103,7 @@ func (m *Metrics) SessionCapDisplaced(s CapScope, n int) {
 	if m == nil {
 		return
 	}
-	m.caps.displaced[known(capScopeLabels[:], s)].Add(float64(n))
+	m.caps.displaced[known(capScopeLabels, s)].Add(float64(n))
 }
 
 // SessionCapReleased counts a slot given back in scope
@@ -115,7 +112,7 @@ func (m *Metrics) SessionCapReleased(s CapScope) {
 	if m == nil {
 		return
 	}
-	m.caps.leases[known(capScopeLabels[:], s)].Dec()
+	m.caps.leases[known(capScopeLabels, s)].Dec()
 }
 
 // SessionCapStoreError counts a failed Redis call of the session caps

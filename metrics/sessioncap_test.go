@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestSessionCaps(t *testing.T) {
@@ -18,7 +18,7 @@ func TestSessionCaps(t *testing.T) {
 	m.SessionCapLeasesRestored(3)
 	m.SessionCapLeasesRestored(-1)
 	m.SetSessionCapFallback(true)
-	m.Handshake(server.HandshakeRejectedSessionCap)
+	m.Handshake(outcome.HandshakeRejectedSessionCap)
 
 	tests := []struct {
 		name   string

@@ -2,8 +2,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func (m *Metrics) buildSessions(b *builder) {
@@ -15,8 +14,8 @@ func (m *Metrics) buildSessions(b *builder) {
 		"STOMP sessions closed since start, by reason.", "reason")
 	// The reasons are the server's own (server.CloseReasons), each
 	// resolved once here.
-	m.sessionsClosed = make(map[*server.CloseReason]prometheus.Counter)
-	for _, r := range server.CloseReasons() {
+	m.sessionsClosed = make(map[*outcome.Close]prometheus.Counter)
+	for _, r := range outcome.Closes() {
 		m.sessionsClosed[r] = closed.WithLabelValues(r.String())
 	}
 	m.sessionsClosedOther = closed.WithLabelValues(labelOther)
@@ -60,7 +59,7 @@ func (m *Metrics) SessionOpened() {
 // stompgate_sessions_active goes down by one and
 // stompgate_sessions_closed_total{reason} counts it. Call it exactly once
 // per session, whatever ended it.
-func (m *Metrics) SessionClosed(reason *server.CloseReason) {
+func (m *Metrics) SessionClosed(reason *outcome.Close) {
 	if m == nil {
 		return
 	}

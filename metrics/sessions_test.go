@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"github.com/stompgate/stompgate/server"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 func TestSessions(t *testing.T) {
@@ -12,8 +12,8 @@ func TestSessions(t *testing.T) {
 	for range 5 {
 		m.SessionOpened()
 	}
-	m.SessionClosed(server.CloseNormal)
-	m.SessionClosed(server.CloseSlowConsumer)
+	m.SessionClosed(outcome.CloseNormal)
+	m.SessionClosed(outcome.CloseSlowConsumer)
 	m.SessionClosed(nil)
 	m.Panic()
 

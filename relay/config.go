@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -148,45 +149,45 @@ type Config struct {
 // The direction label values of Observer.RelayMessages.
 const (
 	// DirectionOut: messages published to Redis for other instances.
-	DirectionOut = "out"
+	DirectionOut = outcome.RelayOut
 	// DirectionIn: messages from other instances handed to the local
 	// broker.
-	DirectionIn = "in"
+	DirectionIn = outcome.RelayIn
 )
 
 // The reason label values of Observer.RelayDropped.
 const (
 	// DropQueueFull: the outbound queue was full.
-	DropQueueFull = "queue_full"
+	DropQueueFull = outcome.RelayDropQueueFull
 	// DropRedisError: the PUBLISH failed (Redis unreachable, timeout).
-	DropRedisError = "redis_error"
+	DropRedisError = outcome.RelayDropRedisError
 	// DropMalformed: a received payload was not in the wire format.
-	DropMalformed = "malformed"
+	DropMalformed = outcome.RelayDropMalformed
 	// DropTooLarge: a payload, sent or received, was larger than
 	// Config.MaxPayload.
-	DropTooLarge = "too_large"
+	DropTooLarge = outcome.RelayDropTooLarge
 	// DropUnsigned: with a Config.Key, a received payload was not
 	// signed.
-	DropUnsigned = "unsigned"
+	DropUnsigned = outcome.RelayDropUnsigned
 	// DropBadSignature: with a Config.Key, a received payload's mac did
 	// not match: signed with another key, or altered.
-	DropBadSignature = "bad_signature"
+	DropBadSignature = outcome.RelayDropBadSignature
 	// DropStale: with a Config.Key, a received payload's timestamp was
 	// more than Config.MaxAge from this instance's clock (a replay, or
 	// clocks apart).
-	DropStale = "stale"
+	DropStale = outcome.RelayDropStale
 )
 
 // The reason label values of Observer.RelayResubscribes.
 const (
 	// ResubscribeMoved: Redis Cluster moved the channels' slot to
 	// another master (Redis unsubscribed them, or answered MOVED).
-	ResubscribeMoved = "moved"
+	ResubscribeMoved = outcome.RelayResubscribeMoved
 	// ResubscribeConnection: the subscription connection failed.
-	ResubscribeConnection = "connection"
+	ResubscribeConnection = outcome.RelayResubscribeConnection
 	// ResubscribeUnanswered: a PING or a subscription confirmation went
 	// unanswered for PingTimeout (a half-open connection).
-	ResubscribeUnanswered = "unanswered"
+	ResubscribeUnanswered = outcome.RelayResubscribeUnanswered
 )
 
 // Observer receives the relay's events, for metrics. Its methods are

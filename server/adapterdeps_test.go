@@ -89,3 +89,20 @@ func TestSiblingPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsImportsOnlyOutcome holds metrics to the outcome leaf for
+// every label it counts by: it builds on no product package but outcome
+// (and the module's internal helpers), so that a label is defined once,
+// where the value is, and metrics never drifts from it.
+func TestMetricsImportsOnlyOutcome(t *testing.T) {
+	t.Parallel()
+	graph := listDeps(t, []string{module + "metrics"})
+	for p := range graph {
+		if !strings.HasPrefix(p, module) || strings.HasPrefix(p, module+"internal/") {
+			continue
+		}
+		if p != module+"metrics" && p != module+"outcome" {
+			t.Errorf("metrics depends on %s; labels belong in package outcome", p)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -25,13 +26,13 @@ import (
 //   - When the handler returns an error (or does not return within
 //     AppTimeout: its context is done), the message is lost; the error is
 //     counted (BackendObserver.AppHandled "error") and logged, and the
-//     session ends with ERROR "backend unavailable" (CloseBackendError),
+//     session ends with ERROR "backend unavailable" (outcome.CloseBackendError),
 //     not a silent drop: STOMP has no negative receipt, and a client that
 //     sent without a receipt would otherwise never learn of it. It
 //     reconnects and resends.
 //   - When the handler refuses the message because the backend has not
 //     taken earlier ones (it returns an *AppBacklogError), the session
-//     ends with ERROR "backend busy" (CloseAppBacklog), counted by the
+//     ends with ERROR "backend busy" (outcome.CloseAppBacklog), counted by the
 //     bound that was reached (AppBacklogObserver). The message is not
 //     kept: refusing is how a bounded backlog stays bounded without
 //     dropping messages that were already acknowledged.
@@ -101,39 +102,10 @@ type BackendObserver interface {
 	UserDelivered()
 }
 
-// App results reported to BackendObserver.AppHandled.
-const (
-	AppOK        = "ok"
-	AppError     = "error"
-	AppRefused   = "refused" // an *AppBacklogError: the backlog is over a bound
-	AppNoBackend = KindNoBackend
-)
-
-// The bounds an AppHandler's backlog is held to, each the label of an
-// AppBacklogError and of AppBacklogObserver.AppRefused, defined once
-// here so that a metrics adapter resolves a counter for each of
-// AppBacklogBounds.
-const (
-	// AppBoundPrincipal: the bytes the sender's principal has waiting.
-	AppBoundPrincipal = "principal"
-	// AppBoundAddress: the bytes the sender's client address has waiting.
-	AppBoundAddress = "address"
-	// AppBoundTotal: the bytes every sender has waiting together.
-	AppBoundTotal = "total"
-	// AppBoundEntries: the number of messages waiting, whatever their size.
-	AppBoundEntries = "entries"
-)
-
-// AppBacklogBounds returns every bound an AppBacklogError names; the slice
-// is a fresh copy.
-func AppBacklogBounds() []string {
-	return []string{AppBoundPrincipal, AppBoundAddress, AppBoundTotal, AppBoundEntries}
-}
-
 // AppBacklogError is the error an AppHandler returns when it refuses a
 // message because the backend has not yet taken earlier ones and taking
-// this one would pass Bound, one of the AppBound constants. The server
-// ends the session with ERROR "backend busy" (CloseAppBacklog) and counts
+// this one would pass Bound, one of outcome's AppBound constants. The server
+// ends the session with ERROR "backend busy" (outcome.CloseAppBacklog) and counts
 // the refusal by Bound.
 type AppBacklogError struct {
 	Bound string
@@ -167,8 +139,8 @@ func (s *Server) appHandled(result string) {
 func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 	h := s.srv.cfg.AppHandler
 	if h == nil {
-		s.srv.appHandled(AppNoBackend)
-		s.protocolError(frameError{kind: KindNoBackend, message: "no backend configured",
+		s.srv.appHandled(outcome.AppNoBackend)
+		s.protocolError(frameError{kind: outcome.KindNoBackend, message: "no backend configured",
 			detail: fmt.Sprintf("SEND to %q needs a backend and this server has none", m.Destination)}, receipt)
 		return true
 	}
@@ -187,22 +159,22 @@ func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 		Body:        m.Body(),
 	})
 	if be := (*AppBacklogError)(nil); errors.As(err, &be) {
-		s.srv.appHandled(AppRefused)
+		s.srv.appHandled(outcome.AppRefused)
 		if s.srv.backlog != nil {
 			s.srv.backlog.AppRefused(be.Bound)
 		}
-		s.fail(ending{reason: CloseAppBacklog, kind: "app_backlog", receipt: receipt,
+		s.fail(ending{reason: outcome.CloseAppBacklog, kind: "app_backlog", receipt: receipt,
 			headers: []stompframe.Header{{Name: "bound", Value: be.Bound}},
 			detail:  "the backend has not yet taken earlier messages (" + be.Bound + " bound reached); this one was not taken: send it again later"})
 		return true
 	}
 	if err != nil {
-		s.srv.appHandled(AppError)
+		s.srv.appHandled(outcome.AppError)
 		s.srv.cfg.Logger.Warn("app message not taken by the backend", "session", s.st.ID, "destination", m.Destination, "err", err)
-		s.fail(ending{reason: CloseBackendError, kind: "app_handler", receipt: receipt,
+		s.fail(ending{reason: outcome.CloseBackendError, kind: "app_handler", receipt: receipt,
 			detail: "the backend did not take the message; reconnect and send it again"})
 		return true
 	}
-	s.srv.appHandled(AppOK)
+	s.srv.appHandled(outcome.AppOK)
 	return false
 }

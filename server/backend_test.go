@@ -15,6 +15,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -283,7 +284,7 @@ func TestAppHandlerErrorEndsSession(t *testing.T) {
 		t.Fatalf("ERROR %v", e.Headers)
 	}
 	c.ExpectClosed()
-	waitFor(t, func() bool { return ts.obs.closedCount(CloseBackendError) == 1 })
+	waitFor(t, func() bool { return ts.obs.closedCount(outcome.CloseBackendError) == 1 })
 }
 
 // A handler that refuses for its backlog ends the session with ERROR
@@ -293,7 +294,7 @@ func TestAppBacklogRefusalEndsSession(t *testing.T) {
 	var from atomic.Value
 	h := AppHandlerFunc(func(_ context.Context, m AppMessage) error {
 		from.Store(m.RemoteIP)
-		return fmt.Errorf("appending: %w", &AppBacklogError{Bound: AppBoundAddress})
+		return fmt.Errorf("appending: %w", &AppBacklogError{Bound: outcome.AppBoundAddress})
 	})
 	obs := &backendObserver{countingObserver: &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}, app: map[string]int{}}
 	ts := startServer(t, Config{AppHandler: h, Observer: obs})
@@ -301,16 +302,16 @@ func TestAppBacklogRefusalEndsSession(t *testing.T) {
 	c.Connect()
 	c.Send("SEND\ndestination:/app/move\nreceipt:s\n\nb2\x00")
 	e := c.Expect("ERROR")
-	if e.Get("message") != "backend busy" || e.Get("receipt-id") != "s" || e.Get("bound") != AppBoundAddress {
+	if e.Get("message") != "backend busy" || e.Get("receipt-id") != "s" || e.Get("bound") != outcome.AppBoundAddress {
 		t.Fatalf("ERROR %v", e.Headers)
 	}
 	if code := c.ExpectClosed(); code != websocket.StatusTryAgainLater {
 		t.Fatalf("close %d, want 1013", code)
 	}
-	waitFor(t, func() bool { return obs.closedCount(CloseAppBacklog) == 1 })
+	waitFor(t, func() bool { return obs.closedCount(outcome.CloseAppBacklog) == 1 })
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if obs.app[AppRefused] != 1 || obs.refused[AppBoundAddress] != 1 {
+	if obs.app[outcome.AppRefused] != 1 || obs.refused[outcome.AppBoundAddress] != 1 {
 		t.Fatalf("app results %v, refusals %v; want one refused by address", obs.app, obs.refused)
 	}
 	if ip, _ := from.Load().(netip.Addr); !ip.IsLoopback() {
@@ -418,7 +419,7 @@ func TestUserDestinationOtherVersionAndObserver(t *testing.T) {
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if obs.user != 1 || obs.app[AppOK] != 1 {
+	if obs.user != 1 || obs.app[outcome.AppOK] != 1 {
 		t.Fatalf("observer: user %d, app %v", obs.user, obs.app)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -131,7 +132,7 @@ func TestHeldBackWritersDoNotWaitOnAStuckPong(t *testing.T) {
 	if string(m.Body) != "hello" {
 		t.Fatalf("room got %q", m.Body)
 	}
-	if ts.obs.closedCount(CloseClientGone) != 0 || ts.Sessions() != 3 {
+	if ts.obs.closedCount(outcome.CloseClientGone) != 0 || ts.Sessions() != 3 {
 		t.Fatalf("the room's message came only after the stuck publisher's session ended (%d sessions open)", ts.Sessions())
 	}
 }

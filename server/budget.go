@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"sync/atomic"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // outboundBudget is the server-wide bound on bytes queued for writing
@@ -67,7 +69,7 @@ type OutboundStats struct {
 	// Limit is Config.OutboundTotalBytes, or 0 when there is no bound.
 	Limit int64
 	// Shed counts the sessions closed, since start, because the total
-	// went over Limit (CloseOutboundBudget).
+	// went over Limit (outcome.CloseOutboundBudget).
 	Shed uint64
 }
 
@@ -116,7 +118,7 @@ func (s *Server) shed() {
 // server is over its outbound budget: what is queued is discarded, and an
 // ERROR "slow consumer" and the close follow.
 func (s *session) shedForBudget(held int) {
-	if !s.fail(ending{reason: CloseOutboundBudget,
+	if !s.fail(ending{reason: outcome.CloseOutboundBudget,
 		detail: "the server's outbound budget is exhausted and this session held one of the largest backlogs; read faster or subscribe to less"}) {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -66,7 +67,7 @@ func (ts *testServer) heldTotal() (total int) {
 
 // reasonOf returns the close reason recorded for the open session id, or
 // nil.
-func (ts *testServer) reasonOf(t *testing.T, id string) *CloseReason {
+func (ts *testServer) reasonOf(t *testing.T, id string) *outcome.Close {
 	t.Helper()
 	s := ts.session(t, id)
 	return s.box.closeReason()
@@ -157,9 +158,9 @@ func TestOutboundBudgetShedsLargestQueues(t *testing.T) {
 	for i := hogs - 1; i >= 0; i-- {
 		r := ts.reasonOf(t, hogIDs[i])
 		switch {
-		case r == CloseOutboundBudget && shed == hogs-1-i:
+		case r == outcome.CloseOutboundBudget && shed == hogs-1-i:
 			shed++
-		case r == CloseOutboundBudget:
+		case r == outcome.CloseOutboundBudget:
 			t.Errorf("hog %d (%d bytes before) was shed while a larger hog was not", i, before[i])
 		case r != nil:
 			t.Errorf("hog %d closed as %v", i, r)
@@ -191,7 +192,7 @@ func TestOutboundBudgetShedsLargestQueues(t *testing.T) {
 			break
 		}
 	}
-	waitFor(t, func() bool { return ts.obs.closedCount(CloseOutboundBudget) >= 1 })
+	waitFor(t, func() bool { return ts.obs.closedCount(outcome.CloseOutboundBudget) >= 1 })
 
 	// Once every client is gone, nothing is left counted.
 	for _, s := range hogSess {
@@ -200,8 +201,8 @@ func TestOutboundBudgetShedsLargestQueues(t *testing.T) {
 	_ = honest.WS.CloseNow()
 	_ = pub.WS.CloseNow()
 	waitFor(t, func() bool { return ts.Sessions() <= 1 }) // small still open
-	if c := ts.obs.closedCount(CloseOutboundBudget); c != shed {
-		t.Errorf("%d sessions closed as %v, want %d", c, CloseOutboundBudget, shed)
+	if c := ts.obs.closedCount(outcome.CloseOutboundBudget); c != shed {
+		t.Errorf("%d sessions closed as %v, want %d", c, outcome.CloseOutboundBudget, shed)
 	}
 }
 

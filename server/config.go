@@ -9,6 +9,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -163,7 +164,7 @@ type Config struct {
 	// OutboundTotalBytes bounds what all sessions' outbound queues hold
 	// together, counted as OutboundBytes counts them. A delivery that
 	// takes the total over it closes the sessions holding the largest
-	// queues, with ERROR "slow consumer" and CloseOutboundBudget, until
+	// queues, with ERROR "slow consumer" and outcome.CloseOutboundBudget, until
 	// the total is back under it; a session holding a single frame is
 	// never closed for it (it is being written, not falling behind), so
 	// the total may pass the bound by up to one frame per session. The
@@ -240,7 +241,7 @@ type Config struct {
 	PingInterval time.Duration
 	// PingTimeout is how long the server waits for the pong before it
 	// ends the session at once (no close handshake: the peer is gone) as
-	// ClosePingTimeout. Default DefaultPingTimeout; negative is an error.
+	// outcome.ClosePingTimeout. Default DefaultPingTimeout; negative is an error.
 	PingTimeout time.Duration
 
 	// ClientIP returns the client's address for a WebSocket upgrade
@@ -277,9 +278,9 @@ type Relay interface {
 type Observer interface {
 	// Handshake reports how a WebSocket upgrade request that reached the
 	// server ended: one of the Handshake* values.
-	Handshake(result *HandshakeResult)
+	Handshake(result *outcome.Handshake)
 	SessionOpened()
-	SessionClosed(reason *CloseReason)
+	SessionClosed(reason *outcome.Close)
 	Delivered(destination string, n int)
 	SlowConsumerDisconnect()
 	ProtocolErrorClose(kind string)
@@ -295,15 +296,15 @@ type Observer interface {
 
 type nopObserver struct{}
 
-func (nopObserver) Handshake(*HandshakeResult) {}
-func (nopObserver) SessionOpened()             {}
-func (nopObserver) SessionClosed(*CloseReason) {}
-func (nopObserver) Delivered(string, int)      {}
-func (nopObserver) SlowConsumerDisconnect()    {}
-func (nopObserver) ProtocolErrorClose(string)  {}
-func (nopObserver) Panic()                     {}
-func (nopObserver) ReaderPaused()              {}
-func (nopObserver) HeartBeatCapped()           {}
+func (nopObserver) Handshake(*outcome.Handshake) {}
+func (nopObserver) SessionOpened()               {}
+func (nopObserver) SessionClosed(*outcome.Close) {}
+func (nopObserver) Delivered(string, int)        {}
+func (nopObserver) SlowConsumerDisconnect()      {}
+func (nopObserver) ProtocolErrorClose(string)    {}
+func (nopObserver) Panic()                       {}
+func (nopObserver) ReaderPaused()                {}
+func (nopObserver) HeartBeatCapped()             {}
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 )
 
@@ -99,7 +100,7 @@ func TestControlFrameBudget(t *testing.T) {
 		t.Fatalf("close code %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
-		if n := ts.obs.closedCount(CloseControlFlood); n != 1 {
+		if n := ts.obs.closedCount(outcome.CloseControlFlood); n != 1 {
 			return fmt.Errorf("closed control_flood = %d, want 1", n)
 		}
 		if n := ts.cfg.Broker.Subscribers("/topic/busy"); n != 0 {
@@ -228,7 +229,7 @@ func TestSlowConsumerByBytes(t *testing.T) {
 		t.Fatalf("slow consumer closed with %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
-		if n := ts.obs.closedCount(CloseSlowConsumer); n != 1 {
+		if n := ts.obs.closedCount(outcome.CloseSlowConsumer); n != 1 {
 			return fmt.Errorf("closed slow_consumer = %d, want 1", n)
 		}
 		return nil

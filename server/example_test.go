@@ -13,6 +13,7 @@ import (
 	"github.com/go-stomp/stomp/v3"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -22,13 +23,16 @@ import (
 // message. It keeps no state, so one value serves every session.
 type wordFilter []string
 
+// blockedWord is wordFilter's drop reason, made once.
+var blockedWord = outcome.NewDrop("blocked_word")
+
 func (w wordFilter) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Time) interceptor.Result {
 	if f.Command != stompframe.CommandSend {
 		return interceptor.Continue()
 	}
 	for _, word := range w {
 		if bytes.Contains(f.Body, []byte(word)) {
-			return interceptor.DropFrame("blocked_word")
+			return interceptor.DropFrame(blockedWord)
 		}
 	}
 	return interceptor.Continue()

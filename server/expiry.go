@@ -3,6 +3,8 @@ package server
 import (
 	"fmt"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // checkExpiry ends the session if its principal's credentials have
@@ -61,5 +63,5 @@ func (s *session) expiryFired() {
 
 // expire ends the session because its credentials expired.
 func (s *session) expire(at time.Time) {
-	s.fail(ending{reason: CloseTokenExpired, detail: fmt.Sprintf("the session's credentials expired at %s; reconnect with a new token, or send one in a token header before expiry", at.UTC().Format(time.RFC3339))})
+	s.fail(ending{reason: outcome.CloseTokenExpired, detail: fmt.Sprintf("the session's credentials expired at %s; reconnect with a new token, or send one in a token header before expiry", at.UTC().Format(time.RFC3339))})
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -24,7 +25,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		return true
 	}
 	if isControl(f, receipt) && !s.allowControl(now) {
-		s.fail(ending{reason: CloseControlFlood, receipt: receipt,
+		s.fail(ending{reason: outcome.CloseControlFlood, receipt: receipt,
 			detail: fmt.Sprintf("at most %d SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT and receipt-requesting frames per %v", s.srv.cfg.ControlLimit, s.srv.cfg.ControlWindow)})
 		return true
 	}
@@ -34,19 +35,11 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		// A dropped frame may still have carried a newer token.
 		return s.checkExpiry(now)
 	case interceptor.Reject:
-		reason := CloseProtocolError
-		switch r.Reason {
-		case interceptor.RejectAbuse, interceptor.RejectBanned:
-			// A banned principal's CONNECT is the same abuse
-			// carrying on from another connection: counted with the
-			// escalation that banned it, not as a credential failure.
-			reason = CloseRateLimitAbuse
-		case interceptor.RejectAuth:
-			reason = CloseAuthFailed
-		case interceptor.RejectSessionCap:
-			reason = CloseSessionCap
+		reason := r.Reason.Close()
+		if reason == nil {
+			reason = outcome.CloseProtocolError
 		}
-		s.fail(ending{reason: reason, kind: r.Reason, message: r.Message, detail: r.Detail, receipt: receipt})
+		s.fail(ending{reason: reason, kind: r.Reason.String(), message: r.Message, detail: r.Detail, receipt: receipt})
 		return true
 	}
 	if s.checkExpiry(now) {
@@ -87,7 +80,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		if receipt != "" {
 			s.reply(s.receiptFrame(receipt))
 		}
-		s.closeAfter(CloseNormal, "")
+		s.closeAfter(outcome.CloseNormal, "")
 		return true
 	}
 	if receipt != "" && !s.reply(s.receiptFrame(receipt)) {
@@ -105,7 +98,7 @@ type frameError struct {
 
 // malformed is a frameError of kind "malformed".
 func malformed(message, detail string) frameError {
-	return frameError{kind: KindMalformed, message: message, detail: detail}
+	return frameError{kind: outcome.KindMalformed, message: message, detail: detail}
 }
 
 // validate checks what makes f malformed for this session's state and
@@ -113,12 +106,12 @@ func malformed(message, detail string) frameError {
 func (s *session) validate(f *stompframe.Frame) frameError {
 	cmd := f.Command
 	if !stompframe.IsClientCommand(cmd) {
-		return frameError{KindUnknownCommand, "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)}
+		return frameError{outcome.KindUnknownCommand, "unknown command", fmt.Sprintf("%q is not a STOMP client frame", cmd)}
 	}
 	isConnect := cmd == stompframe.CommandConnect || cmd == stompframe.CommandStomp
 	if !s.connected.Load() {
 		if !isConnect {
-			return frameError{KindNotConnected, "not connected", fmt.Sprintf("%s before CONNECT", cmd)}
+			return frameError{outcome.KindNotConnected, "not connected", fmt.Sprintf("%s before CONNECT", cmd)}
 		}
 		return frameError{}
 	}
@@ -128,7 +121,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 	need := func(names ...string) frameError {
 		for _, n := range names {
 			if _, ok := f.Lookup(n); !ok {
-				return frameError{KindMissingHeader, "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)}
+				return frameError{outcome.KindMissingHeader, "missing header", fmt.Sprintf("%s requires the %s header", cmd, n)}
 			}
 		}
 		return frameError{}
@@ -158,7 +151,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 		_, hasID := f.Lookup("id")
 		_, hasDest := f.Lookup("destination")
 		if !hasID && !hasDest {
-			return frameError{KindMissingHeader, "missing header", "UNSUBSCRIBE requires the id or destination header"}
+			return frameError{outcome.KindMissingHeader, "missing header", "UNSUBSCRIBE requires the id or destination header"}
 		}
 	case stompframe.CommandAck, stompframe.CommandNack:
 		var e frameError
@@ -197,7 +190,7 @@ func (s *session) validate(f *stompframe.Frame) frameError {
 func needDestination(f *stompframe.Frame) frameError {
 	dest, ok := f.Lookup("destination")
 	if !ok {
-		return frameError{KindMissingHeader, "missing header", fmt.Sprintf("%s requires the destination header", f.Command)}
+		return frameError{outcome.KindMissingHeader, "missing header", fmt.Sprintf("%s requires the destination header", f.Command)}
 	}
 	if dest == "" {
 		return malformed("invalid destination", "the destination header is empty")
@@ -217,13 +210,13 @@ func (s *session) inOpenTransaction(f *stompframe.Frame) frameError {
 // protocolError answers a malformed frame with ERROR (extra headers
 // added) and a close, counted under e.kind by fail.
 func (s *session) protocolError(e frameError, receipt string, extra ...stompframe.Header) {
-	s.fail(ending{reason: CloseProtocolError, kind: e.kind, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
+	s.fail(ending{reason: outcome.CloseProtocolError, kind: e.kind, message: e.message, detail: e.detail, receipt: receipt, headers: extra})
 }
 
 func (s *session) onConnect(f *stompframe.Frame) bool {
 	v, ok := stompframe.Negotiate(f.Get("accept-version"))
 	if !ok {
-		s.protocolError(frameError{KindUnsupportedVersion, "unsupported protocol version",
+		s.protocolError(frameError{outcome.KindUnsupportedVersion, "unsupported protocol version",
 			"Supported protocol versions are " + supportedVersions}, "",
 			stompframe.Header{Name: "version", Value: supportedVersions})
 		return true
@@ -263,7 +256,7 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 	if dest := f.Get("destination"); strings.HasPrefix(dest, UserPrefix) {
 		if !s.mayPublishUser(dest) {
-			s.protocolError(frameError{kind: interceptor.RejectPermission, message: "permission denied",
+			s.protocolError(frameError{kind: outcome.RejectPermission.String(), message: "permission denied",
 				detail: fmt.Sprintf("SEND to %q: user destinations are the backend's; a client needs a send pattern that starts with %s", dest, UserPrefix)}, receipt)
 			return true
 		}
@@ -307,7 +300,7 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 	if strings.HasPrefix(dest, UserPrefix) {
 		internal, ok := s.userSubscription(dest)
 		if !ok {
-			s.protocolError(frameError{kind: interceptor.RejectPermission, message: "permission denied",
+			s.protocolError(frameError{kind: outcome.RejectPermission.String(), message: "permission denied",
 				detail: fmt.Sprintf("SUBSCRIBE to %q: user destinations are subscribed to as %s<name>", dest, userQueuePrefix)}, receipt)
 			return true
 		}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // parseHeartBeat parses a heart-beat header value "cx,cy" in
@@ -95,7 +97,7 @@ func (s *session) heartBeatIn() {
 	limit := s.inEvery + s.srv.cfg.HeartBeatTolerance
 	silent := time.Duration(time.Now().UnixNano() - s.lastRead.Load())
 	if silent >= limit {
-		s.abort(CloseHeartBeat)
+		s.abort(outcome.CloseHeartBeat)
 		return
 	}
 	s.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // testServer is a Server behind an httptest listener.
@@ -74,9 +75,9 @@ type countingObserver struct {
 	hbCapped  int
 }
 
-func (o *countingObserver) SessionOpened()             { o.mu.Lock(); o.opened++; o.mu.Unlock() }
-func (o *countingObserver) Handshake(*HandshakeResult) {}
-func (o *countingObserver) SessionClosed(r *CloseReason) {
+func (o *countingObserver) SessionOpened()               { o.mu.Lock(); o.opened++; o.mu.Unlock() }
+func (o *countingObserver) Handshake(*outcome.Handshake) {}
+func (o *countingObserver) SessionClosed(r *outcome.Close) {
 	o.mu.Lock()
 	o.closed[r.String()]++
 	o.mu.Unlock()
@@ -92,7 +93,7 @@ func (o *countingObserver) Panic()           { o.mu.Lock(); o.panics++; o.mu.Unl
 func (o *countingObserver) ReaderPaused()    { o.mu.Lock(); o.paused++; o.mu.Unlock() }
 func (o *countingObserver) HeartBeatCapped() { o.mu.Lock(); o.hbCapped++; o.mu.Unlock() }
 
-func (o *countingObserver) closedCount(reason *CloseReason) int {
+func (o *countingObserver) closedCount(reason *outcome.Close) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed[reason.String()]

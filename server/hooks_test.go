@@ -14,6 +14,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -111,8 +112,8 @@ func TestSessionEndsAtTokenExpiry(t *testing.T) {
 		t.Fatalf("close code = %v, want 1008", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
-		if n := ts.obs.closedCount(CloseTokenExpired); n != 1 {
-			return fmt.Errorf("closed %s = %d, want 1", CloseTokenExpired, n)
+		if n := ts.obs.closedCount(outcome.CloseTokenExpired); n != 1 {
+			return fmt.Errorf("closed %s = %d, want 1", outcome.CloseTokenExpired, n)
 		}
 		return nil
 	})

@@ -3,6 +3,8 @@ package server
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // InputObserver is an Observer that also counts the inbound budget's
@@ -11,15 +13,9 @@ import (
 type InputObserver interface {
 	// InputPaused reports that a session's reader stopped reading for d
 	// because the session spent its inbound budget; budget is
-	// InputBudgetFrames or InputBudgetBytes, whichever ran out.
+	// outcome.InputBudgetFrames or outcome.InputBudgetBytes, whichever ran out.
 	InputPaused(budget string, d time.Duration)
 }
-
-// The budgets reported to InputObserver.InputPaused.
-const (
-	InputBudgetFrames = "frames"
-	InputBudgetBytes  = "bytes"
-)
 
 // inboundBudget is what a session may send per window: frames
 // (WebSocket frames of every opcode, empty continuation fragments and
@@ -61,9 +57,9 @@ func (s *session) charge(now time.Time, frames, bytes int) (ending bool) {
 	}
 	overFrames := b.frames+int64(frames) > int64(cfg.InboundFrames)
 	if (overFrames || b.bytes+int64(bytes) > int64(cfg.InboundBytes)) && (b.frames > 0 || b.bytes > 0) {
-		budget := InputBudgetBytes
+		budget := outcome.InputBudgetBytes
 		if overFrames {
-			budget = InputBudgetFrames
+			budget = outcome.InputBudgetFrames
 		}
 		ending = s.pauseInput(budget, time.Duration(b.start+window-time.Now().UnixNano()))
 		b.start, b.frames, b.bytes = time.Now().UnixNano(), 0, 0

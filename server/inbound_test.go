@@ -17,6 +17,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // sockClient is a WebSocket client written frame by frame on a bare TCP
@@ -145,11 +146,11 @@ func TestInboundBudget(t *testing.T) {
 		chunk  []byte // written again and again
 		budget string
 	}{
-		{"empty continuations", wsFrame(false, 1, nil), bytes.Repeat(wsFrame(false, 0, nil), 1000), InputBudgetFrames},
-		{"heart-beat EOLs", nil, bytes.Repeat(wsFrame(true, 1, []byte("\n\n\n\n")), 200), InputBudgetFrames},
-		{"ACKs packed in messages", nil, wsFrame(true, 1, []byte(ack)), InputBudgetFrames},
-		{"pings", nil, bytes.Repeat(wsFrame(true, 9, []byte("p")), 1000), InputBudgetFrames},
-		{"large SENDs", nil, wsFrame(true, 1, []byte(big)), InputBudgetBytes},
+		{"empty continuations", wsFrame(false, 1, nil), bytes.Repeat(wsFrame(false, 0, nil), 1000), outcome.InputBudgetFrames},
+		{"heart-beat EOLs", nil, bytes.Repeat(wsFrame(true, 1, []byte("\n\n\n\n")), 200), outcome.InputBudgetFrames},
+		{"ACKs packed in messages", nil, wsFrame(true, 1, []byte(ack)), outcome.InputBudgetFrames},
+		{"pings", nil, bytes.Repeat(wsFrame(true, 9, []byte("p")), 1000), outcome.InputBudgetFrames},
+		{"large SENDs", nil, wsFrame(true, 1, []byte(big)), outcome.InputBudgetBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &inputObserver{countingObserver: countingObserver{closed: map[string]int{}, protocol: map[string]int{}}, pauses: map[string]int{}}
@@ -237,7 +238,7 @@ func TestInboundPauseKeepsHeartBeat(t *testing.T) {
 	})
 	cancel()
 	<-done
-	if n := ts.obs.closedCount(CloseHeartBeat); n != 0 {
+	if n := ts.obs.closedCount(outcome.CloseHeartBeat); n != 0 {
 		t.Errorf("%d sessions closed for heart-beat timeout while paused by the server", n)
 	}
 	if n := ts.Sessions(); n != 1 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/internal/wsconn"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -110,7 +111,7 @@ func (s *session) heartBeat() bool {
 
 // closeAfter queues a close with reason's code and the text after
 // everything already queued, without an ERROR frame.
-func (s *session) closeAfter(reason *CloseReason, text string) {
+func (s *session) closeAfter(reason *outcome.Close, text string) {
 	s.startWriter(s.box.closeAfter(reason, text), nil)
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/internal/wsconn"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // outItem is one entry of a session's outbound queue: a MESSAGE (msg and
@@ -47,9 +48,9 @@ type outbox struct {
 
 	// mu guards the fields below.
 	mu          sync.Mutex
-	writing     bool         // a writer runs or has been handed the start of one
-	closed      bool         // no more frames are queued, except the final close
-	reason      *CloseReason // the first close reason, recorded as closed is set
+	writing     bool           // a writer runs or has been handed the start of one
+	closed      bool           // no more frames are queued, except the final close
+	reason      *outcome.Close // the first close reason, recorded as closed is set
 	queue       []outItem
 	queuedBytes int        // bytes of the frames in queue
 	inflight    int        // frames the writer took and has not finished writing
@@ -158,25 +159,25 @@ func (o *outbox) heartBeat() (p pushed, ok bool) {
 
 // closeAfter closes the outbox for reason, if it is the first, and queues
 // a close with reason's code and text after everything already queued.
-func (o *outbox) closeAfter(reason *CloseReason, text string) (p pushed) {
+func (o *outbox) closeAfter(reason *outcome.Close, text string) (p pushed) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.endLocked(reason) {
-		p = o.pushLocked(outItem{close: true, code: reason.Code(), reason: text}, 0)
+		p = o.pushLocked(outItem{close: true, code: wsconn.StatusCode(reason.Code()), reason: text}, 0)
 	}
 	return p
 }
 
 // end closes the outbox for reason and reports whether it was the first
 // to: nothing more is queued but the final close.
-func (o *outbox) end(reason *CloseReason) bool {
+func (o *outbox) end(reason *outcome.Close) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.endLocked(reason)
 }
 
 // endLocked is end with mu held; it wakes whoever waits for the outbox.
-func (o *outbox) endLocked(reason *CloseReason) bool {
+func (o *outbox) endLocked(reason *outcome.Close) bool {
 	if o.closed {
 		return false
 	}
@@ -187,7 +188,7 @@ func (o *outbox) endLocked(reason *CloseReason) bool {
 
 // abort closes the outbox for reason, if it is the first, and discards
 // what is queued: the connection is about to be dropped.
-func (o *outbox) abort(reason *CloseReason) {
+func (o *outbox) abort(reason *outcome.Close) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.endLocked(reason)
@@ -202,7 +203,7 @@ func (o *outbox) isClosed() bool {
 }
 
 // closeReason returns the reason the outbox closed for; nil while open.
-func (o *outbox) closeReason() *CloseReason {
+func (o *outbox) closeReason() *outcome.Close {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.reason
@@ -239,9 +240,9 @@ func (o *outbox) fullLocked(size int) bool {
 // queue and queues a close with 1008: the frames waiting would only delay
 // the close of a peer that does not read.
 func (o *outbox) slowConsumerLocked() pushed {
-	o.endLocked(CloseSlowConsumer)
+	o.endLocked(outcome.CloseSlowConsumer)
 	o.releaseLocked()
-	return o.pushLocked(outItem{close: true, code: CloseSlowConsumer.Code(), reason: CloseSlowConsumer.Message()}, 0)
+	return o.pushLocked(outItem{close: true, code: wsconn.StatusCode(outcome.CloseSlowConsumer.Code()), reason: outcome.CloseSlowConsumer.Message()}, 0)
 }
 
 // pushLocked appends it, of size bytes, to the queue. When no writer
@@ -406,7 +407,7 @@ func (o *outbox) written(failed, discard bool) {
 	defer o.mu.Unlock()
 	o.writtenLocked()
 	if failed {
-		o.endLocked(CloseClientGone)
+		o.endLocked(outcome.CloseClientGone)
 		if discard {
 			o.discardQueueLocked()
 		}
@@ -426,7 +427,7 @@ func (o *outbox) writerPanicked() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.writing = false
-	o.endLocked(ClosePanic)
+	o.endLocked(outcome.ClosePanic)
 	o.writtenLocked()
 	o.discardQueueLocked()
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // newTestOutbox returns an outbox bounded to frames and bytes, counting
@@ -63,7 +64,7 @@ func TestOutboxBounds(t *testing.T) {
 	tests := []struct {
 		name       string
 		steps      []step
-		wantReason *CloseReason
+		wantReason *outcome.Close
 	}{
 		{"within bounds", []step{
 			{op: "deliver", size: 40, frames: 1, bytes: 40},
@@ -75,17 +76,17 @@ func TestOutboxBounds(t *testing.T) {
 			{op: "deliver", size: 40, frames: 2, bytes: 80},
 			{op: "deliver", size: 21, want: refusedSlow, frames: 1}, // the close alone
 			{op: "deliver", size: 1, want: refusedClosed, frames: 1},
-		}, CloseSlowConsumer},
+		}, outcome.CloseSlowConsumer},
 		{"over frames", []step{
 			{op: "deliver", size: 1, frames: 1, bytes: 1},
 			{op: "deliver", size: 1, frames: 2, bytes: 2},
 			{op: "deliver", size: 1, frames: 3, bytes: 3},
 			{op: "deliver", size: 1, want: refusedSlow, frames: 1},
-		}, CloseSlowConsumer},
+		}, outcome.CloseSlowConsumer},
 		{"empty takes one frame however large", []step{
 			{op: "deliver", size: 500, frames: 1, bytes: 500},
 			{op: "deliver", size: 1, want: refusedSlow, frames: 1},
-		}, CloseSlowConsumer},
+		}, outcome.CloseSlowConsumer},
 		{"in flight counts until written", []step{
 			{op: "deliver", size: 40, frames: 1, bytes: 40},
 			{op: "deliver", size: 40, frames: 2, bytes: 80},
@@ -100,7 +101,7 @@ func TestOutboxBounds(t *testing.T) {
 			{op: "deliver", size: 30, frames: 2, bytes: 90},
 			{op: "deliver", size: 30, want: refusedSlow, frames: 2, bytes: 60},
 			{op: "written", frames: 1},
-		}, CloseSlowConsumer},
+		}, outcome.CloseSlowConsumer},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,8 +178,8 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 		if ok := <-done; ok {
 			t.Error("reply = true on a closed outbox, want false")
 		}
-		if got := o.closeReason(); got != CloseClientGone {
-			t.Errorf("closeReason() = %v, want %v", got, CloseClientGone)
+		if got := o.closeReason(); got != outcome.CloseClientGone {
+			t.Errorf("closeReason() = %v, want %v", got, outcome.CloseClientGone)
 		}
 	})
 	t.Run("deliver closes a slow consumer", func(t *testing.T) {
@@ -193,7 +194,7 @@ func TestOutboxReplyPausesDeliverCloses(t *testing.T) {
 			t.Error("deliver asked for a second writer")
 		}
 		items, _ := o.takeBatch(nil)
-		if len(items) != 1 || !items[0].close || items[0].code != CloseSlowConsumer.Code() {
+		if len(items) != 1 || !items[0].close || int(items[0].code) != outcome.CloseSlowConsumer.Code() {
 			t.Errorf("queue after the refusal = %+v, want the slow consumer's close alone", items)
 		}
 	})
@@ -243,7 +244,7 @@ func TestOutboxTake(t *testing.T) {
 	}
 
 	o.send([]byte("x"))
-	o.closeAfter(CloseNormal, "")
+	o.closeAfter(outcome.CloseNormal, "")
 	if items, idle := o.takeAll(); items != nil || idle {
 		t.Errorf("takeAll() of a queue with a close = %d items, idle %v; want it left to the writer goroutine", len(items), idle)
 	}
@@ -329,7 +330,7 @@ func TestOutboxBudget(t *testing.T) {
 					o.slowConsumerLocked()
 					o.mu.Unlock()
 				case "abort":
-					o.abort(CloseHeartBeat)
+					o.abort(outcome.CloseHeartBeat)
 				}
 				if p.total != st.pushTotal {
 					t.Errorf("step %d (%s %d): push reported total %d, want %d", i, st.op, st.size, p.total, st.pushTotal)
@@ -349,15 +350,15 @@ func TestOutboxBudget(t *testing.T) {
 // that a closed outbox queues nothing but closeAfter's own close.
 func TestOutboxEnd(t *testing.T) {
 	o := newTestOutbox(10, 1<<10)
-	if !o.end(CloseShutdown) {
+	if !o.end(outcome.CloseShutdown) {
 		t.Fatal("end() = false on an open outbox")
 	}
-	if o.end(CloseClientGone) {
+	if o.end(outcome.CloseClientGone) {
 		t.Error("a second end() = true")
 	}
 	o.written(true, false)
-	if got := o.closeReason(); got != CloseShutdown {
-		t.Errorf("closeReason() = %v, want the first, %v", got, CloseShutdown)
+	if got := o.closeReason(); got != outcome.CloseShutdown {
+		t.Errorf("closeReason() = %v, want the first, %v", got, outcome.CloseShutdown)
 	}
 	if _, ok := o.send([]byte("x")); ok {
 		t.Error("send on a closed outbox = true")
@@ -365,7 +366,7 @@ func TestOutboxEnd(t *testing.T) {
 	if _, ok := o.heartBeat(); ok {
 		t.Error("heartBeat on a closed outbox = true")
 	}
-	if p := o.closeAfter(CloseNormal, ""); p.start {
+	if p := o.closeAfter(outcome.CloseNormal, ""); p.start {
 		t.Error("closeAfter on a closed outbox queued a close")
 	}
 	if frames, _, _ := o.held(); frames != 0 {

@@ -6,6 +6,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // pinger finds dead peers among sessions that negotiated no STOMP
@@ -50,7 +52,7 @@ func (s *session) startPings() {
 }
 
 // pingPeer sends one ping and waits for its pong. On a pong it arms the
-// next ping; on silence it ends the session as ClosePingTimeout.
+// next ping; on silence it ends the session as outcome.ClosePingTimeout.
 func (s *session) pingPeer() {
 	p := s.ping
 	p.mu.Lock()
@@ -95,7 +97,7 @@ func (s *session) pingPeer() {
 	// stuck on a peer that does not read holds the connection): the peer
 	// is gone or not reading.
 	s.srv.cfg.Logger.Debug("ping timeout", "session", s.st.ID, "ip", s.st.RemoteIP.String(), "err", err)
-	s.abort(ClosePingTimeout)
+	s.abort(outcome.ClosePingTimeout)
 }
 
 // stopPings stops the pings and waits for the one in flight to return.

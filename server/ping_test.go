@@ -12,6 +12,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // dialCountingPings dials url as a client that counts the pings it
@@ -54,8 +55,8 @@ func TestPingTimeout(t *testing.T) {
 		clients = append(clients, c)
 	}
 	poll.Until(t, 10*time.Second, func() error {
-		if got := ts.obs.closedCount(ClosePingTimeout); got != silent {
-			return fmt.Errorf("%d sessions closed as %s, want %d", got, ClosePingTimeout, silent)
+		if got := ts.obs.closedCount(outcome.ClosePingTimeout); got != silent {
+			return fmt.Errorf("%d sessions closed as %s, want %d", got, outcome.ClosePingTimeout, silent)
 		}
 		return nil
 	})
@@ -83,8 +84,8 @@ func TestPingTimeout(t *testing.T) {
 	if err := reader.Send("/topic/alive", "text/plain", []byte("still here"), nil); err != nil {
 		t.Fatalf("SEND after pings: %v", err)
 	}
-	if got := ts.obs.closedCount(ClosePingTimeout); got != silent {
-		t.Errorf("sessions closed as %s: %d, want %d", ClosePingTimeout, got, silent)
+	if got := ts.obs.closedCount(outcome.ClosePingTimeout); got != silent {
+		t.Errorf("sessions closed as %s: %d, want %d", outcome.ClosePingTimeout, got, silent)
 	}
 }
 
@@ -140,14 +141,14 @@ func TestPingOnlyWithoutHeartBeats(t *testing.T) {
 	if n := pings.Load(); n != 0 {
 		t.Errorf("a heart-beating session got %d pings, want 0", n)
 	}
-	if got := ts.obs.closedCount(CloseHeartBeat); got != 0 {
+	if got := ts.obs.closedCount(outcome.CloseHeartBeat); got != 0 {
 		t.Fatalf("the heart-beating session was closed while it beat")
 	}
 
 	// Silence: the heart-beat check ends the session.
 	poll.Until(t, 10*time.Second, func() error {
-		if ts.obs.closedCount(CloseHeartBeat) != 1 {
-			return fmt.Errorf("no %s close recorded", CloseHeartBeat)
+		if ts.obs.closedCount(outcome.CloseHeartBeat) != 1 {
+			return fmt.Errorf("no %s close recorded", outcome.CloseHeartBeat)
 		}
 		return nil
 	})
@@ -156,8 +157,8 @@ func TestPingOnlyWithoutHeartBeats(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the client's connection is still open after the heart-beat timeout")
 	}
-	if got := ts.obs.closedCount(ClosePingTimeout); got != 0 {
-		t.Errorf("sessions closed as %s: %d, want 0", ClosePingTimeout, got)
+	if got := ts.obs.closedCount(outcome.ClosePingTimeout); got != 0 {
+		t.Errorf("sessions closed as %s: %d, want 0", outcome.ClosePingTimeout, got)
 	}
 }
 
@@ -208,8 +209,8 @@ func TestHeartBeatOfferCapped(t *testing.T) {
 	honest.Send("CONNECT\naccept-version:1.2\nhost:test\nheart-beat:60000,0\n\n\x00")
 	honest.Expect("CONNECTED")
 	poll.Until(t, 10*time.Second, func() error {
-		if got := ts.obs.closedCount(ClosePingTimeout); got != silent {
-			return fmt.Errorf("%d sessions closed as %s, want %d", got, ClosePingTimeout, silent)
+		if got := ts.obs.closedCount(outcome.ClosePingTimeout); got != silent {
+			return fmt.Errorf("%d sessions closed as %s, want %d", got, outcome.ClosePingTimeout, silent)
 		}
 		return nil
 	})

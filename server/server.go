@@ -11,6 +11,7 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/randid"
 	"github.com/stompgate/stompgate/internal/wsconn"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -96,7 +97,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.shutting {
 		s.mu.Unlock()
-		s.cfg.Observer.Handshake(HandshakeRejectedShutdown)
+		s.cfg.Observer.Handshake(outcome.HandshakeRejectedShutdown)
 		runAll(sessionEndFuncs(r.Context()))
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
@@ -121,14 +122,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// Accept has written the HTTP error response.
 		var he *wsconn.HandshakeError
 		if errors.As(err, &he) && he.Status == http.StatusForbidden {
-			s.cfg.Observer.Handshake(HandshakeRejectedOrigin)
+			s.cfg.Observer.Handshake(outcome.HandshakeRejectedOrigin)
 		} else {
-			s.cfg.Observer.Handshake(HandshakeUpgradeFailed)
+			s.cfg.Observer.Handshake(outcome.HandshakeUpgradeFailed)
 		}
 		s.cfg.Logger.Debug("websocket accept failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	s.cfg.Observer.Handshake(HandshakeAccepted)
+	s.cfg.Observer.Handshake(outcome.HandshakeAccepted)
 	conn.SetReadLimit(s.cfg.Limits.MaxFrameSize)
 	conn.SetWriteTimeout(s.cfg.WriteTimeout)
 
@@ -186,7 +187,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		s.reg.each(func(ss *session) { ss.abort(CloseShutdown) })
+		s.reg.each(func(ss *session) { ss.abort(outcome.CloseShutdown) })
 		<-done
 		return ctx.Err()
 	}

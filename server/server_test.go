@@ -15,6 +15,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -209,7 +210,7 @@ func TestReceiptsAndDisconnect(t *testing.T) {
 		t.Errorf("close status %v after DISCONNECT, want 1000", code)
 	}
 	poll.Until(t, 5*time.Second, func() error {
-		if n := ts.obs.closedCount(CloseNormal); n != 1 {
+		if n := ts.obs.closedCount(outcome.CloseNormal); n != 1 {
 			return fmt.Errorf("%d normal closes recorded", n)
 		}
 		return nil
@@ -297,7 +298,7 @@ func TestHeartBeats(t *testing.T) {
 		c.Expect("CONNECTED")
 		c.ExpectClosed()
 		poll.Until(t, 5*time.Second, func() error {
-			if ts.obs.closedCount(CloseHeartBeat) == 0 {
+			if ts.obs.closedCount(outcome.CloseHeartBeat) == 0 {
 				return fmt.Errorf("no heartbeat_timeout close recorded")
 			}
 			return nil

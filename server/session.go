@@ -13,6 +13,7 @@ import (
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/wsconn"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -156,7 +157,7 @@ func (s *session) serve() {
 // ended: who, from where, for how long, what it sent, and why it ended,
 // with the kind of problem when there was one (frame_too_large,
 // permission, ...).
-func (s *session) logEnd(reason *CloseReason) {
+func (s *session) logEnd(reason *outcome.Close) {
 	principal := ""
 	if p := s.st.Principal; p != nil {
 		principal = p.Name
@@ -178,16 +179,16 @@ func (s *session) logEnd(reason *CloseReason) {
 // readLoop reads WebSocket messages until the session ends and returns the
 // close reason as the reader saw it. It stops the session's pings as it
 // returns: they need a reader to take in their pongs.
-func (s *session) readLoop() (reason *CloseReason) {
+func (s *session) readLoop() (reason *outcome.Close) {
 	defer s.stopPings()
 	defer s.flushBatch()
 	defer func() {
 		if v := recover(); v != nil {
 			s.srv.cfg.Observer.Panic()
 			s.srv.cfg.Logger.Error("panic in session", "session", s.st.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			s.fail(ending{reason: ClosePanic, detail: "the server failed while handling a frame"})
+			s.fail(ending{reason: outcome.ClosePanic, detail: "the server failed while handling a frame"})
 			s.drain()
-			reason = ClosePanic
+			reason = outcome.ClosePanic
 		}
 	}()
 	for {
@@ -196,19 +197,19 @@ func (s *session) readLoop() (reason *CloseReason) {
 			var pe *wsconn.ProtocolError
 			switch {
 			case errors.Is(err, wsconn.ErrMessageTooBig):
-				s.fail(ending{reason: CloseProtocolError, kind: KindFrameTooLarge, code: wsconn.StatusMessageTooBig, message: "frame too large",
+				s.fail(ending{reason: outcome.CloseProtocolError, kind: outcome.KindFrameTooLarge, code: wsconn.StatusMessageTooBig, message: "frame too large",
 					detail: fmt.Sprintf("a WebSocket message exceeded the %d-byte frame limit", s.srv.cfg.Limits.MaxFrameSize)})
 			case errors.Is(err, wsconn.ErrInvalidUTF8):
 				// RFC 6455 section 8.1: a text message that is not UTF-8
 				// fails the connection with 1007, at its first invalid
 				// byte. Binary messages may carry any body; their headers
 				// are checked by the decoder.
-				s.fail(ending{reason: CloseProtocolError, kind: KindInvalidUTF8, code: wsconn.StatusInvalidFramePayloadData, message: "invalid UTF-8",
+				s.fail(ending{reason: outcome.CloseProtocolError, kind: outcome.KindInvalidUTF8, code: wsconn.StatusInvalidFramePayloadData, message: "invalid UTF-8",
 					detail: "a text WebSocket message was not valid UTF-8 (RFC 6455 section 8.1); send binary bodies in binary messages"})
 			case errors.As(err, &pe):
 				s.failWebSocket(pe)
 			default:
-				return CloseClientGone
+				return outcome.CloseClientGone
 			}
 			s.drain()
 			return nil
@@ -235,7 +236,7 @@ func (s *session) decodeAll(now time.Time) bool {
 			if !ok {
 				pe = &stompframe.ProtocolError{Message: "malformed frame", Detail: err.Error()}
 			}
-			s.fail(ending{reason: CloseProtocolError, kind: protocolErrorKind(pe), message: pe.Message, detail: pe.Detail})
+			s.fail(ending{reason: outcome.CloseProtocolError, kind: protocolErrorKind(pe), message: pe.Message, detail: pe.Detail})
 			return true
 		}
 		// Every STOMP frame and heart-beat EOL is charged as well as the
@@ -306,43 +307,43 @@ func (s *session) drain() {
 func (s *session) failWebSocket(pe *wsconn.ProtocolError) {
 	s.mu.Lock()
 	s.box.mu.Lock()
-	first := s.box.endLocked(CloseProtocolError)
+	first := s.box.endLocked(outcome.CloseProtocolError)
 	var p pushed
 	if first {
-		s.kind = KindWebSocket
+		s.kind = outcome.KindWebSocket
 		p = s.box.pushLocked(outItem{close: true, code: pe.Code, reason: pe.Text}, 0)
 	}
 	s.box.mu.Unlock()
 	s.mu.Unlock()
 	s.startWriter(p, nil)
 	if first {
-		s.srv.cfg.Observer.ProtocolErrorClose(KindWebSocket)
+		s.srv.cfg.Observer.ProtocolErrorClose(outcome.KindWebSocket)
 	}
 }
 
 func protocolErrorKind(pe *stompframe.ProtocolError) string {
 	switch {
 	case errors.Is(pe, stompframe.ErrInvalidUTF8):
-		return KindInvalidUTF8
+		return outcome.KindInvalidUTF8
 	case errors.Is(pe, stompframe.ErrFrameTooLarge):
-		return KindFrameTooLarge
+		return outcome.KindFrameTooLarge
 	case errors.Is(pe, stompframe.ErrBadEscape):
-		return KindBadEscape
+		return outcome.KindBadEscape
 	case errors.Is(pe, stompframe.ErrTooManyHeaders), errors.Is(pe, stompframe.ErrHeaderLineTooLong):
-		return KindHeaderTooLarge
+		return outcome.KindHeaderTooLarge
 	}
-	return KindMalformed
+	return outcome.KindMalformed
 }
 
 // shutdown ends the session for a server shutdown: queued frames are
 // flushed, then an ERROR frame and a close with 1001.
 func (s *session) shutdown() {
-	s.fail(ending{reason: CloseShutdown, detail: "the server is shutting down; reconnect to another instance"})
+	s.fail(ending{reason: outcome.CloseShutdown, detail: "the server is shutting down; reconnect to another instance"})
 }
 
 // abort ends the session at once: the queue is discarded and the
 // connection closed without a close handshake.
-func (s *session) abort(reason *CloseReason) {
+func (s *session) abort(reason *outcome.Close) {
 	s.box.abort(reason)
 	// Every read and write on the connection fails at once.
 	_ = s.conn.CloseNow()
@@ -352,6 +353,6 @@ func (s *session) connectTimeout() {
 	if s.connected.Load() {
 		return
 	}
-	s.fail(ending{reason: CloseConnectTimeout,
+	s.fail(ending{reason: outcome.CloseConnectTimeout,
 		detail: fmt.Sprintf("no CONNECT frame within %v of the WebSocket upgrade", s.srv.cfg.ConnectTimeout)})
 }

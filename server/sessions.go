@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // SessionInfo describes one open, connected session.
@@ -55,7 +56,7 @@ func (s *Server) Disconnect(principal, sessionID, detail string) int {
 		}
 	}
 	for _, x := range targets {
-		x.fail(ending{reason: CloseDisconnected, detail: detail})
+		x.fail(ending{reason: outcome.CloseDisconnected, detail: detail})
 	}
 	return len(targets)
 }

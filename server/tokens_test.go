@@ -9,6 +9,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // countingVerifier accepts "<name>/<anything>" as a token of name, valid
@@ -75,10 +76,10 @@ func TestTokenChurn(t *testing.T) {
 	// after the client saw it.
 	poll.Until(t, 10*time.Second, func() error {
 		ts.obs.mu.Lock()
-		flood := ts.obs.protocol[interceptor.RejectTokenFlood]
+		flood := ts.obs.protocol[outcome.RejectTokenFlood.String()]
 		ts.obs.mu.Unlock()
 		if flood != 1 {
-			return fmt.Errorf("ProtocolErrorClose(%q) reported %d times, want 1", interceptor.RejectTokenFlood, flood)
+			return fmt.Errorf("ProtocolErrorClose(%q) reported %d times, want 1", outcome.RejectTokenFlood, flood)
 		}
 		return nil
 	})

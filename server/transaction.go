@@ -6,6 +6,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // transaction is one open STOMP transaction: the SENDs it holds until
@@ -62,7 +63,7 @@ func (s *session) commit(name, receipt string, now time.Time) (end, dropped bool
 	case interceptor.Drop:
 		return false, true
 	case interceptor.Reject:
-		s.fail(ending{reason: CloseRateLimitAbuse, kind: cr.Reason, message: cr.Message, detail: cr.Detail, receipt: receipt})
+		s.fail(ending{reason: outcome.CloseRateLimitAbuse, kind: cr.Reason.String(), message: cr.Message, detail: cr.Detail, receipt: receipt})
 		return true, false
 	}
 	for _, m := range tx.msgs {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -144,10 +145,10 @@ func TestInvalidUTF8(t *testing.T) {
 	poll.Until(t, 5*time.Second, func() error {
 		ts.obs.mu.Lock()
 		defer ts.obs.mu.Unlock()
-		if got := ts.obs.protocol[KindInvalidUTF8]; got != len(tests) {
+		if got := ts.obs.protocol[outcome.KindInvalidUTF8]; got != len(tests) {
 			return fmt.Errorf("invalid_utf8 protocol closes %d, want %d (all: %v)", got, len(tests), ts.obs.protocol)
 		}
-		if got := ts.obs.closed[CloseProtocolError.String()]; got != len(tests) {
+		if got := ts.obs.closed[outcome.CloseProtocolError.String()]; got != len(tests) {
 			return fmt.Errorf("protocol_error closes %d, want %d", got, len(tests))
 		}
 		return nil
@@ -208,7 +209,7 @@ func (r rejectWith) Handle(_ *interceptor.Session, f *stompframe.Frame, _ time.T
 	if f.Command != stompframe.CommandSend {
 		return interceptor.Continue()
 	}
-	return interceptor.RejectFrame("permission", r.message, r.detail)
+	return interceptor.RejectFrame(outcome.RejectPermission, r.message, r.detail)
 }
 
 // TestErrorFrameIsUTF8 checks the ERROR frame and close reason the server

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // tcpSession is a WebSocket client written by hand on TCP, for frames no
@@ -129,16 +130,16 @@ func TestWebSocketViolationCloses(t *testing.T) {
 			// then need not wait out its close timeout.
 			_ = s.nc.Close()
 			poll.Until(t, 10*time.Second, func() error {
-				if n := ts.obs.closedCount(CloseProtocolError); n != 1 {
+				if n := ts.obs.closedCount(outcome.CloseProtocolError); n != 1 {
 					return fmt.Errorf("%d sessions closed as protocol errors, want 1", n)
 				}
 				return nil
 			})
 			ts.obs.mu.Lock()
-			n := ts.obs.protocol[KindWebSocket]
+			n := ts.obs.protocol[outcome.KindWebSocket]
 			ts.obs.mu.Unlock()
 			if n != 1 {
-				t.Errorf("protocol errors of kind %s = %d, want 1", KindWebSocket, n)
+				t.Errorf("protocol errors of kind %s = %d, want 1", outcome.KindWebSocket, n)
 			}
 		})
 	}

@@ -6,26 +6,27 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/internal/fallback"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // Scopes of a cap: what its keys name. Each is a bounded metric label.
 const (
 	// ScopeIP keys a cap by zone and client IP (the Middleware).
-	ScopeIP = "ip"
+	ScopeIP = outcome.CapScopeIP
 	// ScopePrincipal keys a cap by principal name (the PrincipalStage).
-	ScopePrincipal = "principal"
+	ScopePrincipal = outcome.CapScopePrincipal
 )
 
 // Stores that answer a Decision.
 const (
 	// StoreRedis: the shared lease sets in Redis decided.
-	StoreRedis = "redis"
+	StoreRedis = outcome.StoreRedis
 	// StoreMemory: this instance's own count decided (no Redis, or Redis
 	// unreachable and fail-open).
-	StoreMemory = "memory"
+	StoreMemory = outcome.StoreMemory
 	// StoreNone: Redis was unreachable and the Limiter fails closed, so
 	// the session was refused undecided.
-	StoreNone = "none"
+	StoreNone = outcome.StoreNone
 )
 
 // DefaultRetryInterval is the default Config.RetryInterval.
@@ -46,6 +47,20 @@ type Decision struct {
 	// (a timeout, likelier this server's load than an outage): FailClosed
 	// does not apply to such a decision.
 	Local bool
+}
+
+// Handshake is how a handshake ends when d answers its per-IP cap: nil
+// when Allowed, HandshakeStoreError when no store answered,
+// HandshakeRejectedSessionCap otherwise. (A refusal at the per-principal
+// cap ends the session instead: RejectSessionCap.)
+func (d Decision) Handshake() *outcome.Handshake {
+	switch {
+	case d.Allowed:
+		return nil
+	case d.Store == StoreNone:
+		return outcome.HandshakeStoreError
+	}
+	return outcome.HandshakeRejectedSessionCap
 }
 
 // Lease is a slot held for one session. The zero Lease holds nothing;

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // newTestLimiter is a Limiter on the Redis at url (none when empty),
@@ -123,6 +124,23 @@ func TestLimiterFailClosed(t *testing.T) {
 		lease, d, err := l.Acquire(t.Context(), ScopeIP, "ws:192.0.2.10", 5)
 		if err != nil || d != (Decision{Store: StoreNone}) || lease.Held() {
 			t.Errorf("fail closed, acquire %d: %+v, %v; want refused by none", i+1, d, err)
+		}
+	}
+}
+
+func TestDecisionHandshake(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		d    Decision
+		want *outcome.Handshake
+	}{
+		{Decision{Allowed: true, Store: StoreRedis}, nil},
+		{Decision{Store: StoreRedis}, outcome.HandshakeRejectedSessionCap},
+		{Decision{Store: StoreMemory}, outcome.HandshakeRejectedSessionCap},
+		{Decision{Store: StoreNone}, outcome.HandshakeStoreError},
+	} {
+		if got := tt.d.Handshake(); got != tt.want {
+			t.Errorf("%+v.Handshake() = %v, want %v", tt.d, got, tt.want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -46,7 +47,7 @@ type PrincipalConfig struct {
 // PrincipalStage caps the sessions of each authenticated principal. At a
 // CONNECT (or STOMP) whose principal the PrincipalStage before it has set
 // and which is not anonymous, it takes a slot; over the cap it rejects the
-// frame with interceptor.RejectSessionCap, so the session ends with ERROR
+// frame with outcome.RejectSessionCap, so the session ends with ERROR
 // "too many sessions". It gives the slot back in SessionClosed. Place it
 // right after interceptor.PrincipalStage.
 //
@@ -127,7 +128,7 @@ func (p *PrincipalStage) Handle(s *interceptor.Session, f *stompframe.Frame, _ t
 		if d.Store == StoreNone {
 			detail = "the session cap cannot be checked now; retry in a few seconds"
 		}
-		return interceptor.RejectFrame(interceptor.RejectSessionCap, "too many sessions", detail)
+		return interceptor.RejectFrame(outcome.RejectSessionCap, "too many sessions", detail)
 	}
 	p.mu.Lock()
 	p.leases[s] = lease

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -36,7 +37,7 @@ func TestPrincipalStage(t *testing.T) {
 		t.Fatalf("repeated CONNECT = %+v, held %d; want pass and 2", r, l.Held(ScopePrincipal, "alice"))
 	}
 	r := st.Handle(a3, connect, t0)
-	if r.Outcome != interceptor.Reject || r.Reason != interceptor.RejectSessionCap || r.Message != "too many sessions" {
+	if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectSessionCap || r.Message != "too many sessions" {
 		t.Fatalf("alice's CONNECT 3 = %+v, want reject session_cap \"too many sessions\"", r)
 	}
 	// Other frames, other principals, anonymous ones and sessions with no

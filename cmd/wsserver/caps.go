@@ -11,7 +11,6 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
-	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
 )
 
@@ -64,7 +63,9 @@ func (a *app) capHandshakes(zone policy.Zone, trusted []netip.Prefix, ipv6Prefix
 		TrustedProxies: trusted,
 		IPv6Prefix:     ipv6Prefix,
 		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitSessionCap) },
-		Logger:         logger,
+		// The nginx config renders the same Retry-After from the policy.
+		RetryAfter: policy.CapRetryAfter,
+		Logger:     logger,
 	}, next)
 }
 
@@ -133,11 +134,8 @@ func (o capObserver) Decision(scope string, d sessioncap.Decision) {
 	switch {
 	case d.Allowed:
 		o.m.SessionCapAcquired(metrics.CapScopeOf(scope))
-	case scope != sessioncap.ScopeIP:
-	case d.Store == sessioncap.StoreNone:
-		o.m.Handshake(server.HandshakeStoreError)
-	default:
-		o.m.Handshake(server.HandshakeRejectedSessionCap)
+	case scope == sessioncap.ScopeIP:
+		o.m.Handshake(d.Handshake())
 	}
 }
 

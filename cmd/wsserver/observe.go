@@ -6,13 +6,13 @@ import (
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 )
 
 // observer adapts metrics.Metrics to the observer interfaces of the
-// server, the interceptor chain and the handshake limiter, translating
-// their reason strings into the metrics package's bounded enums.
+// server, the interceptor chain, the handshake limiter and the relay.
 type observer struct{ m *metrics.Metrics }
 
 var (
@@ -36,14 +36,14 @@ func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 // InputPaused counts a reader paused by its session's inbound budget.
 func (o observer) InputPaused(budget string, d time.Duration) { o.m.InputPaused(budget, d) }
 
-func (o observer) SessionClosed(reason *server.CloseReason) { o.m.SessionClosed(reason) }
+func (o observer) SessionClosed(reason *outcome.Close) { o.m.SessionClosed(reason) }
 
-func (o observer) FrameDropped(cmd, reason string) {
+func (o observer) FrameDropped(cmd string, reason *outcome.Reason) {
 	o.m.FrameDropped(cmd, metrics.DropReasonOf(reason))
 }
 
 // Handshake counts how an upgrade that reached the STOMP server ended.
-func (o observer) Handshake(result *server.HandshakeResult) { o.m.Handshake(result) }
+func (o observer) Handshake(result *outcome.Handshake) { o.m.Handshake(result) }
 
 // Decision counts the limiter's refusals; an allowed request is counted
 // by Handshake once the upgrade has gone through.
@@ -52,14 +52,8 @@ func (o observer) Decision(r handshake.Result, elapsed time.Duration) {
 	if r.Local != "" {
 		o.m.LimiterLocalDecision(r.Local)
 	}
-	switch {
-	case r.Allowed:
-	case r.Banned:
-		o.m.Handshake(server.HandshakeRejectedBan)
-	case r.Store == handshake.StoreNone:
-		o.m.Handshake(server.HandshakeStoreError)
-	default:
-		o.m.Handshake(server.HandshakeRejectedLimit)
+	if h := r.Handshake(); h != nil {
+		o.m.Handshake(h)
 	}
 }
 

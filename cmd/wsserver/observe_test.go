@@ -7,6 +7,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 )
@@ -30,7 +31,7 @@ func TestObserverAllocations(t *testing.T) {
 	}{
 		{"FrameReceived", func() { chain.FrameReceived("SEND") }},
 		{"FramePassed", func() { chain.FramePassed("SEND") }},
-		{"FrameDropped", func() { chain.FrameDropped("SEND", interceptor.DropRateLimit) }},
+		{"FrameDropped", func() { chain.FrameDropped("SEND", outcome.DropRateLimit) }},
 		{"Delivered", func() { srv.Delivered("/topic/a", 2) }},
 		{"RelayMessages", func() { rel.RelayMessages(relay.DirectionIn, 1) }},
 		{"RelayDropped", func() { rel.RelayDropped(relay.DropQueueFull, 1) }},

@@ -48,5 +48,5 @@ func serverOutbound(v int) int {
 // observeOutbound exposes the server-wide outbound figures on the app's
 // registry, read at each scrape.
 func (a *app) observeOutbound() {
-	a.registry.MustRegister(metrics.NewOutboundCollector(a.stomp.OutboundStats))
+	a.registry.MustRegister(metrics.NewOutboundCollector(func() metrics.OutboundStats { return metrics.OutboundStats(a.stomp.OutboundStats()) }))
 }

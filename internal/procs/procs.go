@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/internal/procstat"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // Policy decides the processors to run on from the load of the last tick.
@@ -97,13 +98,13 @@ const DefaultWait = time.Millisecond
 // The reasons Adapt passes to changed.
 const (
 	// ReasonLoad: a tick's CPU time filled the processors in use.
-	ReasonLoad = "load"
+	ReasonLoad = outcome.ProcsLoad
 	// ReasonQueue: between ticks, goroutines waited Policy.Wait for a
 	// processor.
-	ReasonQueue = "queue"
+	ReasonQueue = outcome.ProcsQueue
 	// ReasonLower: processors given up, at the start (down to one) or
 	// after a quiet spell (one fewer).
-	ReasonLower = "lower"
+	ReasonLower = outcome.ProcsLower
 )
 
 // Next returns the processors to run on after a tick that used busy cores

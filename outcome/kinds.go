@@ -1,11 +1,9 @@
-package server
+package outcome
 
-import "github.com/stompgate/stompgate/interceptor"
-
-// The kinds of protocol error, each the label of
+// The kinds of protocol error the server finds itself, each the label of
 // stompgate_protocol_error_closes_total{kind} and of the "detail" of a
-// session's end in the log, defined once here; a metrics adapter resolves
-// a counter for each of ProtocolErrorKinds.
+// session's end in the log; ProtocolErrorKinds lists them with the
+// standard stages' rejections that are counted the same way.
 const (
 	// KindFrameTooLarge: a frame or WebSocket message over the frame limit.
 	KindFrameTooLarge = "frame_too_large"
@@ -28,7 +26,7 @@ const (
 	// KindInvalidUTF8: a text message, command or header that is not
 	// UTF-8.
 	KindInvalidUTF8 = "invalid_utf8"
-	// KindNoBackend: a SEND to an app destination with no AppHandler.
+	// KindNoBackend: a SEND to an app destination with no app handler.
 	KindNoBackend = "no_backend"
 	// KindWebSocket: a WebSocket frame that breaks RFC 6455 (unmasked,
 	// reserved bits or opcodes, a bad close frame, broken fragmentation);
@@ -37,16 +35,19 @@ const (
 )
 
 // ProtocolErrorKinds returns every kind a session's protocol error is
-// reported under: the server's own and the rejections of the standard
-// stages (interceptor.RejectAuth, interceptor.RejectPermission,
-// interceptor.RejectTokenFlood). The
-// slice is a fresh copy.
+// reported under: the server's own, then the label of each standard
+// rejection that ends in CloseProtocolError or CloseAuthFailed. The slice
+// is a fresh copy.
 func ProtocolErrorKinds() []string {
-	return []string{
+	kinds := []string{
 		KindFrameTooLarge, KindHeaderTooLarge, KindMalformed, KindBadEscape,
 		KindUnknownCommand, KindMissingHeader, KindUnsupportedVersion,
 		KindNotConnected, KindInvalidUTF8, KindNoBackend, KindWebSocket,
-		interceptor.RejectAuth, interceptor.RejectPermission,
-		interceptor.RejectTokenFlood,
 	}
+	for _, r := range reasons {
+		if r.close == CloseProtocolError || r.close == CloseAuthFailed {
+			kinds = append(kinds, r.label)
+		}
+	}
+	return kinds
 }

@@ -1,32 +1,31 @@
-package server
+package outcome
 
-// HandshakeResult is how one WebSocket upgrade request ended. Each result
-// is defined once, below, with the bounded label it is counted under
+// Handshake is how one WebSocket upgrade request ended. Each result is
+// defined once, below, with the bounded label it is counted under
 // (stompgate_handshakes_total{result}). The server reports the ones that
 // happen inside it; the limiters in front of it (the per-IP handshake
 // limit, the session caps) report theirs through their adapters with the
-// same values, so metrics and logs read one vocabulary. Adding a result
-// is one line here.
+// same values, so metrics and logs read one vocabulary. Adding a result is
+// one line here.
 //
-// A HandshakeResult is immutable; compare results by pointer.
-type HandshakeResult struct{ label string }
+// A Handshake is immutable; compare results by pointer.
+type Handshake struct{ label string }
 
 // String returns the label.
-func (r *HandshakeResult) String() string { return r.label }
+func (r *Handshake) String() string { return r.label }
 
-var handshakeResults []*HandshakeResult
+var handshakes []*Handshake
 
-func defineHandshake(label string) *HandshakeResult {
-	r := &HandshakeResult{label: label}
-	handshakeResults = append(handshakeResults, r)
+func defineHandshake(label string) *Handshake {
+	r := &Handshake{label: label}
+	handshakes = append(handshakes, r)
 	return r
 }
 
-// HandshakeResults returns every HandshakeResult, in the order defined,
-// so that a metrics adapter can resolve a counter for each once.
-func HandshakeResults() []*HandshakeResult {
-	return append([]*HandshakeResult(nil), handshakeResults...)
-}
+// Handshakes returns every Handshake, in the order defined, so that a
+// metrics adapter can resolve a counter for each once. The slice is a
+// fresh copy.
+func Handshakes() []*Handshake { return append([]*Handshake(nil), handshakes...) }
 
 // The handshake results.
 var (
@@ -37,8 +36,8 @@ var (
 	HandshakeRejectedLimit = defineHandshake("rejected_limit")
 	// HandshakeRejectedBan: the client address is banned.
 	HandshakeRejectedBan = defineHandshake("rejected_ban")
-	// HandshakeRejectedOrigin: a cross-origin page not allowed by
-	// Config.OriginPatterns (403).
+	// HandshakeRejectedOrigin: a cross-origin page not allowed by the
+	// server's origin patterns (403).
 	HandshakeRejectedOrigin = defineHandshake("rejected_origin")
 	// HandshakeRejectedShutdown: Shutdown or Drain has begun (503).
 	HandshakeRejectedShutdown = defineHandshake("rejected_shutdown")
