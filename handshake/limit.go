@@ -223,14 +223,6 @@ func decide(b bucket, fresh bool, nowMs, rate int64, burst int) (allowed bool, n
 	return true, bucket{excess: excess, lastMs: nowMs}, 0
 }
 
-// ttlMs is how long a bucket must be kept: after this many milliseconds
-// without a request it has drained so far that the next request sees the
-// same excess (0) as for a fresh key, so dropping it changes no decision.
-// A margin of one second covers rounding and scheduling.
-func ttlMs(excess, rate int64) int64 {
-	return (excess+1000)*1000/rate + 1 + 1000
-}
-
 // banMs is a ban's length in milliseconds, rounded up so that a short
 // positive ban is not mistaken for lifting one; 0 for d <= 0.
 func banMs(d time.Duration) int64 {

@@ -253,3 +253,11 @@ func TestRedisStoreBanned(t *testing.T) {
 		t.Errorf("Banned with Redis down error = %v, want a wrapped Redis error", err)
 	}
 }
+
+// ttlMs is how long limit.lua keeps a bucket: after this many milliseconds
+// without a request it has drained so far that the next request sees the
+// same excess (0) as for a fresh key, so dropping it changes no decision.
+// A margin of one second covers rounding and scheduling.
+func ttlMs(excess, rate int64) int64 {
+	return (excess+1000)*1000/rate + 1 + 1000
+}

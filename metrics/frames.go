@@ -118,11 +118,6 @@ func DropReasonOf(reason *outcome.Reason) DropReason {
 // String returns the label value r is counted under.
 func (r DropReason) String() string { return labelOf(dropReasonLabels[:], r) }
 
-// ProtocolErrorKinds returns the kind label values ProtocolErrorClose
-// counts under their own name, "other" excluded: the server's own
-// vocabulary (outcome.ProtocolErrorKinds). The slice is a fresh copy.
-func ProtocolErrorKinds() []string { return outcome.ProtocolErrorKinds() }
-
 func (m *Metrics) buildFrames(b *builder) {
 	received := b.counterVec("stompgate_frames_received_total",
 		"Inbound STOMP frames that entered the interceptor chain, by command. "+

@@ -169,21 +169,13 @@ func TestProtocolErrorClose(t *testing.T) {
 			t.Errorf("protocol_error_closes_total{kind=%q} = %v, want %v", tt.kind, got, tt.want)
 		}
 	}
-	kinds := ProtocolErrorKinds()
-	if len(kinds) != len(outcome.ProtocolErrorKinds()) {
-		t.Errorf("ProtocolErrorKinds() has %d kinds, want the server's %d", len(kinds), len(outcome.ProtocolErrorKinds()))
-	}
-	for _, k := range kinds {
+	for _, k := range outcome.ProtocolErrorKinds() {
 		if k == labelOther {
-			t.Error(`ProtocolErrorKinds() lists "other"`)
+			t.Error(`outcome.ProtocolErrorKinds() lists "other"`)
 		}
 		if sample(t, reg, "stompgate_protocol_error_closes_total", "kind", k) < 0 {
-			t.Errorf("kind %q has a negative count", k)
+			t.Errorf("kind %q has no series", k)
 		}
-	}
-	kinds[0] = "changed"
-	if ProtocolErrorKinds()[0] == "changed" {
-		t.Error("ProtocolErrorKinds() returns a shared slice, want a copy")
 	}
 }
 

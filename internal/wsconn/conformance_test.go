@@ -566,3 +566,13 @@ func TestCloseStatus(t *testing.T) {
 		t.Errorf("CloseStatus(other) = %d, want -1", got)
 	}
 }
+
+// CloseStatus returns the status code of a CloseError in err's chain, or
+// -1 if there is none.
+func CloseStatus(err error) StatusCode {
+	var ce *CloseError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	return -1
+}

@@ -115,16 +115,6 @@ type ProtocolError struct {
 
 func (e *ProtocolError) Error() string { return "wsconn: " + e.Text }
 
-// CloseStatus returns the status code of a CloseError in err's chain, or
-// -1 if there is none.
-func CloseStatus(err error) StatusCode {
-	var ce *CloseError
-	if errors.As(err, &ce) {
-		return ce.Code
-	}
-	return -1
-}
-
 // Conn is the server side of one WebSocket connection.
 //
 // One goroutine reads (ReadMessage); any number may write, Ping and
