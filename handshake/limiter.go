@@ -218,9 +218,7 @@ func New(cfg Config) (*Limiter, error) {
 		Confirmed:      func(answered bool) { l.observer.Confirmation(answered) },
 	}
 	if r := cfg.Redis; r != nil {
-		fcfg.Health = r.health
-		fcfg.ProbeTimeout = r.timeout
-		fcfg.Ping = func(ctx context.Context) error { return r.client.Ping(ctx).Err() }
+		fcfg.UseRedis(r.client, r.health, r.timeout)
 	}
 	l.fallback = fallback.New(fcfg)
 	return l, nil

@@ -82,6 +82,15 @@ type Config struct {
 	Now func() time.Time
 }
 
+// UseRedis points c at a store's Redis: health judges the store's round
+// trips, each probe PING of client is bounded by timeout, the store's own
+// bound on a round trip.
+func (c *Config) UseRedis(client redis.UniversalClient, health *Health, timeout time.Duration) {
+	c.Health = health
+	c.ProbeTimeout = timeout
+	c.Ping = func(ctx context.Context) error { return client.Ping(ctx).Err() }
+}
+
 // Switch is the fallback state of one store. The zero value is not
 // usable; call New. A Switch is safe for concurrent use.
 type Switch struct {
