@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 
@@ -221,17 +223,17 @@ func (h *honestApp) run(ctx context.Context, env *attackEnv, start, end time.Tim
 		return
 	}
 	local := env.nextSource()
-	var c *stompConn
+	var c *client.Conn
 	defer func() {
 		if c != nil {
-			c.close()
+			c.Close()
 		}
 	}()
 	for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
 		next := time.Now().Add(appHonestInterval)
 		if c == nil {
 			var err error
-			if c, err = env.d.dial(ctx, httpClientFrom(local), "0,0"); err != nil {
+			if c, err = env.d.Dial(ctx, client.HTTPClientFrom(local), "0,0"); err != nil {
 				h.note("honest dial: " + err.Error())
 				h.unanswered++
 				c = nil
@@ -245,23 +247,23 @@ func (h *honestApp) run(ctx context.Context, env *attackEnv, start, end time.Tim
 		f = append(f, "\nhi\x00"...)
 		h.sent++
 		rctx, cancel := context.WithTimeout(ctx, appReceiptTimeout)
-		err := c.write(rctx, f)
+		err := c.Write(rctx, f)
 		if err == nil {
-			_, err = c.await(rctx, stompframe.CommandReceipt, id)
+			_, err = c.Await(rctx, stompframe.CommandReceipt, id)
 		}
 		cancel()
-		var ef *errorFrame
+		var ef *client.ErrorFrame
 		switch {
 		case err == nil:
 			h.receipted++
-		case errors.As(err, &ef) && ef.message == "backend busy":
+		case errors.As(err, &ef) && ef.Message == "backend busy":
 			h.busy++
 		default:
 			h.unanswered++
 			h.note("honest app SEND: " + err.Error())
 		}
 		if err != nil {
-			c.close()
+			c.Close()
 			c = nil
 		}
 		sleepUntil(ctx, next)

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
 // The attacks in this file abuse the server through connections it keeps:
@@ -55,7 +57,7 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 		rep.Notes = append(rep.Notes, err.Error())
 		return rep
 	}
-	d := &net.Dialer{Timeout: dialTimeout}
+	d := &net.Dialer{Timeout: client.DialTimeout}
 	if local := a.env.oneClient(); local.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
 	}
@@ -87,7 +89,7 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 			c = tls.Client(c, tlsCfg)
 		}
 		br := bufio.NewReader(c)
-		_ = c.SetDeadline(time.Now().Add(dialTimeout))
+		_ = c.SetDeadline(time.Now().Add(client.DialTimeout))
 		resp, err := func() (*http.Response, error) {
 			if _, err := io.WriteString(c, req); err != nil {
 				return nil, err

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -67,7 +69,7 @@ func (a *unlimitedFramesAttack) prepare(ctx context.Context) error {
 // connection while the attack does.
 func (a *unlimitedFramesAttack) openRaw(ctx context.Context, local netip.Addr) (*attackSession, net.Conn, error) {
 	var nc net.Conn
-	nd := &net.Dialer{Timeout: dialTimeout}
+	nd := &net.Dialer{Timeout: client.DialTimeout}
 	if local.IsValid() {
 		nd.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
 	}
@@ -79,7 +81,7 @@ func (a *unlimitedFramesAttack) openRaw(ctx context.Context, local netip.Addr) (
 		},
 		MaxIdleConnsPerHost: 1,
 	}}
-	c, err := a.env.d.dial(ctx, client, "0,0")
+	c, err := a.env.d.Dial(ctx, client, "0,0")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -92,11 +94,11 @@ func (a *unlimitedFramesAttack) openRaw(ctx context.Context, local netip.Addr) (
 func (a *unlimitedFramesAttack) floodFrames(kind string) ([]byte, int64) {
 	switch kind {
 	case "ack":
-		return repeatFrames([]byte("ACK\nid:1\n\n\x00"), maxBatchBytes)
+		return repeatFrames([]byte("ACK\nid:1\n\n\x00"), client.MaxBatchBytes)
 	case "eol":
-		return repeatFrames([]byte("\n"), maxBatchBytes)
+		return repeatFrames([]byte("\n"), client.MaxBatchBytes)
 	case "dropped-send":
-		return repeatFrames(appendSend(nil, a.env.dest("dropped"), "", attackBody(16)), maxBatchBytes)
+		return repeatFrames(appendSend(nil, a.env.dest("dropped"), "", attackBody(16)), client.MaxBatchBytes)
 	}
 	return nil, 1
 }
@@ -178,9 +180,9 @@ func (a *tokenChurnAttack) prepare(ctx context.Context) error {
 	}
 	a.atk = newAttackers(a.env)
 	d := *a.env.d
-	d.passcode = a.token(0)
+	d.Passcode = a.token(0)
 	for _, p := range []**attackSession{&a.alternating, &a.renewing} {
-		c, err := d.dial(ctx, httpClientFrom(a.env.nextSource()), "0,0")
+		c, err := d.Dial(ctx, client.HTTPClientFrom(a.env.nextSource()), "0,0")
 		if err != nil {
 			a.atk.closeAll()
 			return err
@@ -206,7 +208,7 @@ func (a *tokenChurnAttack) token(n int) string {
 func (a *tokenChurnAttack) tokenMessage(pair []string, next *int) ([]byte, int64) {
 	var b []byte
 	var n int64
-	for len(b) < maxBatchBytes-1024 {
+	for len(b) < client.MaxBatchBytes-1024 {
 		tok := ""
 		if pair != nil {
 			tok = pair[n%2]

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -352,12 +354,12 @@ func (a *subChurnAttack) prepare(ctx context.Context) error {
 		b = stompframe.AppendHeader(b, "receipt", fence, stompframe.V12)
 		b = append(b, '\n', 0)
 		b = appendTx(b, "ABORT", fence)
-		wctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		wctx, cancel := context.WithTimeout(ctx, client.DialTimeout)
 		defer cancel()
-		if err := s.conn.write(wctx, b); err != nil {
+		if err := s.conn.Write(wctx, b); err != nil {
 			return fmt.Errorf("SUBSCRIBE: %w", err)
 		}
-		if _, err := s.conn.await(wctx, stompframe.CommandReceipt, fence); err != nil {
+		if _, err := s.conn.Await(wctx, stompframe.CommandReceipt, fence); err != nil {
 			return fmt.Errorf("SUBSCRIBE: %w", err)
 		}
 		a.atk.startSink(s)
@@ -383,7 +385,7 @@ func (a *subChurnAttack) run(ctx context.Context, start, end time.Time) attacker
 	pair = stompframe.AppendHeader(pair, "destination", dest, stompframe.V12)
 	pair = append(pair, '\n', 0)
 	pair = append(pair, "UNSUBSCRIBE\nid:churn\n\n\x00"...)
-	msg, pairs := repeatFrames(pair, maxBatchBytes)
+	msg, pairs := repeatFrames(pair, client.MaxBatchBytes)
 	var ops int64
 	began := time.Now()
 	if sleepUntil(ctx, start) {

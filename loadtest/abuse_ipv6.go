@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
 // ipv6PrefixAttack: one host spreads its handshakes over addresses of
@@ -46,13 +48,13 @@ func (a *ipv6PrefixAttack) prepare(context.Context) error {
 
 // dialAs opens one session that the server believes comes from ip, once:
 // no retry on 429. refused reports a 429.
-func (a *ipv6PrefixAttack) dialAs(ctx context.Context, client *http.Client, ip netip.Addr) (s *attackSession, refused bool, err error) {
+func (a *ipv6PrefixAttack) dialAs(ctx context.Context, hc *http.Client, ip netip.Addr) (s *attackSession, refused bool, err error) {
 	d := *a.env.d
-	d.header = http.Header{"X-Forwarded-For": {ip.String()}}
-	c, err := d.dial(ctx, client, "0,0")
+	d.Header = http.Header{"X-Forwarded-For": {ip.String()}}
+	c, err := d.Dial(ctx, hc, "0,0")
 	if err != nil {
-		var he *handshakeError
-		return nil, errors.As(err, &he) && he.status == http.StatusTooManyRequests, err
+		var he *client.HandshakeError
+		return nil, errors.As(err, &he) && he.Status == http.StatusTooManyRequests, err
 	}
 	return a.atk.adopt(c, true), false, nil
 }
@@ -64,9 +66,9 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 		return rep
 	}
 	local := a.env.oneClient()
-	client := httpClientFrom(local)
-	if client != nil {
-		defer client.CloseIdleConnections()
+	hc := client.HTTPClientFrom(local)
+	if hc != nil {
+		defer hc.CloseIdleConnections()
 	}
 	actx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
@@ -81,7 +83,7 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), uint64(start.UnixNano())))
 			for actx.Err() == nil {
-				_, no, err := a.dialAs(actx, client, addrIn(ipv6AttackNet, rng))
+				_, no, err := a.dialAs(actx, hc, addrIn(ipv6AttackNet, rng))
 				switch {
 				case err == nil:
 					accepted.Add(1)
@@ -102,8 +104,8 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 	// does not believe the tool's X-Forwarded-For), and the figures
 	// above say nothing about prefixes.
 	control := 1.0
-	cctx, ccancel := context.WithTimeout(ctx, dialTimeout)
-	if _, _, err := a.dialAs(cctx, client, addrIn(ipv6ControlNet, rand.New(rand.NewPCG(1, 2)))); err != nil {
+	cctx, ccancel := context.WithTimeout(ctx, client.DialTimeout)
+	if _, _, err := a.dialAs(cctx, hc, addrIn(ipv6ControlNet, rand.New(rand.NewPCG(1, 2)))); err != nil {
 		control = 0
 		a.atk.note("control address of another /64: " + err.Error())
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 )
 
@@ -49,7 +51,7 @@ const (
 // httpClientBuffered is httpClientFrom with each connection's socket
 // receive buffer set to rcvbuf bytes, as a client on a small buffer has.
 func httpClientBuffered(local netip.Addr, rcvbuf int) *http.Client {
-	d := &net.Dialer{Timeout: dialTimeout}
+	d := &net.Dialer{Timeout: client.DialTimeout}
 	if local.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
 	}
@@ -94,7 +96,7 @@ func (a *slowReadersAttack) prepare(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := s.conn.subscribe(ctx, "0", a.topics[i]); err != nil {
+		if err := s.conn.Subscribe(ctx, "0", a.topics[i]); err != nil {
 			return err
 		}
 		a.startSlowSink(s, int64(cfg.slowReadRate))

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -71,7 +73,7 @@ type attackEnv struct {
 	cfg  *abuseConfig
 	run  *loadRun // the honest sessions' run, for subscribe and its clock
 	room string   // the honest room's destination
-	d    *dialer
+	d    *client.Dialer
 	// sources hands out attacker source addresses (blockAbuse) over the
 	// whole scenario, so that no two sessions share limiter state.
 	sources *atomic.Int64
@@ -141,7 +143,7 @@ type attackers struct {
 
 // attackSession is one attacker session.
 type attackSession struct {
-	conn *stompConn
+	conn *client.Conn
 	sink *subscriber // nil for a session that never reads
 	// writeFailed is set when a write failed before the attack ended.
 	writeFailed atomic.Bool
@@ -156,20 +158,20 @@ func (a *attackers) note(s string) { a.notes.add(s) }
 // gets a sink. A handshake refused with 429 is retried every retryPause
 // until ctx ends.
 func (a *attackers) open(ctx context.Context, local netip.Addr, heartBeat string, reading bool) (*attackSession, error) {
-	client := httpClientFrom(local)
+	hc := client.HTTPClientFrom(local)
 	if a.rcvbuf > 0 {
-		client = httpClientBuffered(local, a.rcvbuf)
+		hc = httpClientBuffered(local, a.rcvbuf)
 	}
-	if client != nil {
-		defer client.CloseIdleConnections()
+	if hc != nil {
+		defer hc.CloseIdleConnections()
 	}
 	for {
-		c, err := a.env.d.dial(ctx, client, heartBeat)
+		c, err := a.env.d.Dial(ctx, hc, heartBeat)
 		if err == nil {
 			return a.adopt(c, reading), nil
 		}
-		var he *handshakeError
-		if !errors.As(err, &he) || he.status != http.StatusTooManyRequests {
+		var he *client.HandshakeError
+		if !errors.As(err, &he) || he.Status != http.StatusTooManyRequests {
 			a.refused.Add(1)
 			return nil, err
 		}
@@ -183,7 +185,7 @@ func (a *attackers) open(ctx context.Context, local netip.Addr, heartBeat string
 }
 
 // adopt tracks an open session and starts its sink when it reads.
-func (a *attackers) adopt(c *stompConn, reading bool) *attackSession {
+func (a *attackers) adopt(c *client.Conn, reading bool) *attackSession {
 	s := &attackSession{conn: c}
 	if reading {
 		a.startSink(s)
@@ -222,7 +224,7 @@ func (a *attackers) openMany(ctx context.Context, n int, heartBeat string, readi
 // timeout: coder/websocket closes the connection when a write's context
 // ends, which would hide what the server did. closeAll unblocks them.
 func (a *attackers) write(s *attackSession, typ websocket.MessageType, b []byte, frames int64) error {
-	if err := s.conn.ws.Write(context.Background(), typ, b); err != nil {
+	if err := s.conn.WS.Write(context.Background(), typ, b); err != nil {
 		if !a.done.Load() {
 			s.writeFailed.Store(true)
 			a.note("write: " + err.Error())
@@ -281,7 +283,7 @@ func (a *attackers) closeAll() {
 	a.sessions = nil
 	a.mu.Unlock()
 	for _, s := range sessions {
-		s.conn.close()
+		s.conn.Close()
 	}
 	a.readers.Wait()
 }
@@ -291,12 +293,12 @@ func (a *attackers) closeAll() {
 // frame's message) or nothing more (still open: how is ""). writeFailed
 // says a write already failed, so the connection is gone even when no
 // close frame is found.
-func probe(c *stompConn, writeFailed bool) (how, errMsg string) {
+func probe(c *client.Conn, writeFailed bool) (how, errMsg string) {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
 	var n int
 	for n < probeBytes {
-		msg, err := c.readMessage(ctx)
+		msg, err := c.ReadMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil && !writeFailed {
 				return "", errMsg // nothing more came: open
@@ -307,7 +309,7 @@ func probe(c *stompConn, writeFailed bool) (how, errMsg string) {
 		// Only a message that starts with an ERROR frame is decoded: a
 		// queue of replies is read past, not parsed.
 		if strings.HasPrefix(string(msg[:min(len(msg), 6)]), stompframe.CommandError+"\n") {
-			dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: readLimit})
+			dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: client.ReadLimit})
 			dec.Feed(msg)
 			for f, _ := dec.Next(); f != nil; f, _ = dec.Next() {
 				if f.Command == stompframe.CommandError {

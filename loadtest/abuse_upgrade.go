@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
 // upgradeFloodAttack: one client address on many keep-alive connections
@@ -51,7 +53,7 @@ func upgradeRequest(wsURL, host string) string {
 // upgradeOnce sends req on a new connection from local and reports the
 // status.
 func upgradeOnce(ctx context.Context, addr string, tlsCfg *tls.Config, local netip.Addr, req string) (int, error) {
-	d := &net.Dialer{Timeout: dialTimeout}
+	d := &net.Dialer{Timeout: client.DialTimeout}
 	if local.IsValid() {
 		d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
 	}
@@ -63,7 +65,7 @@ func upgradeOnce(ctx context.Context, addr string, tlsCfg *tls.Config, local net
 	if tlsCfg != nil {
 		c = tls.Client(c, tlsCfg)
 	}
-	_ = c.SetDeadline(time.Now().Add(dialTimeout))
+	_ = c.SetDeadline(time.Now().Add(client.DialTimeout))
 	if _, err := io.WriteString(c, req); err != nil {
 		return 0, err
 	}
@@ -99,7 +101,7 @@ func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) atta
 	note := notes.add
 	for range cfg.floodConns {
 		wg.Go(func() {
-			d := &net.Dialer{Timeout: dialTimeout}
+			d := &net.Dialer{Timeout: client.DialTimeout}
 			if local.IsValid() {
 				d.LocalAddr = &net.TCPAddr{IP: local.AsSlice()}
 			}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -29,7 +31,7 @@ const (
 type userForgeAttack struct {
 	env    *attackEnv
 	atk    *attackers
-	victim *stompConn
+	victim *client.Conn
 	// principal is the victim's name, from CONNECTED's user-name.
 	principal string
 
@@ -55,32 +57,32 @@ const (
 
 func (a *userForgeAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
-	c, err := a.env.d.dial(ctx, httpClientFrom(a.env.nextSource()), "0,0")
+	c, err := a.env.d.Dial(ctx, client.HTTPClientFrom(a.env.nextSource()), "0,0")
 	if err != nil {
 		return fmt.Errorf("user-forge victim: %w", err)
 	}
-	if c.userName == "" {
-		c.close()
+	if c.UserName == "" {
+		c.Close()
 		return fmt.Errorf("user-forge victim: CONNECTED names no user-name")
 	}
-	if err := c.subscribe(ctx, "inbox", "/user/queue/inbox"); err != nil {
-		c.close()
+	if err := c.Subscribe(ctx, "inbox", "/user/queue/inbox"); err != nil {
+		c.Close()
 		return fmt.Errorf("user-forge victim: %w", err)
 	}
-	a.victim, a.principal = c, c.userName
+	a.victim, a.principal = c, c.UserName
 	return nil
 }
 
 // read counts the forged MESSAGEs the victim receives until ctx ends.
 func (a *userForgeAttack) read(ctx context.Context) {
 	for {
-		msg, err := a.victim.readMessage(ctx)
+		msg, err := a.victim.ReadMessage(ctx)
 		if err != nil {
 			return
 		}
-		a.victim.dec.Feed(msg)
+		a.victim.Decoder.Feed(msg)
 		for {
-			f, err := a.victim.dec.Next()
+			f, err := a.victim.Decoder.Next()
 			if err != nil || f == nil {
 				break
 			}
@@ -146,7 +148,7 @@ func (a *userForgeAttack) run(ctx context.Context, start, end time.Time) attacke
 	a.atk.closeAll()
 	readers.Wait()
 	stopRead()
-	a.victim.close()
+	a.victim.Close()
 
 	a.mu.Lock()
 	received, unmarked := a.received, a.unmarked

@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	gostompframe "github.com/go-stomp/stomp/v3/frame"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -19,17 +21,17 @@ const batchFrames = 32
 // frames.
 func BenchmarkBuildBatch(b *testing.B) {
 	b.Run("loadtest", func(b *testing.B) {
-		p := newPublisher(&stompConn{version: stompframe.V12}, &class{}, 7, "/topic/loadtest.throughput", 100)
+		p := newPublisher(&client.Conn{Version: stompframe.V12}, &class{}, 7, "/topic/loadtest.throughput", 100)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			buf := p.conn.wbuf[:0]
+			buf := p.conn.WriteBuf[:0]
 			for range batchFrames {
 				buf = append(buf, p.prefix...)
 				buf = appendStamp(buf, int64(i), p.idx)
 				buf = append(buf, p.pad...)
 				buf = append(buf, 0)
 			}
-			p.conn.wbuf = buf
+			p.conn.WriteBuf = buf
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batchFrames), "ns/frame")
 	})
@@ -71,7 +73,7 @@ func messageBatch() []byte {
 func BenchmarkReadBatch(b *testing.B) {
 	msg := messageBatch()
 	b.Run("loadtest", func(b *testing.B) {
-		dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: readLimit})
+		dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: client.ReadLimit})
 		h := newHistogram()
 		b.ReportAllocs()
 		b.SetBytes(int64(len(msg)))

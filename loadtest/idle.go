@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/stompgate/stompgate/internal/procstat"
 )
 
@@ -98,7 +100,7 @@ func (c *idleConfig) title() string {
 
 // idleSession is one held session.
 type idleSession struct {
-	conn *stompConn
+	conn *client.Conn
 	gone atomic.Bool
 }
 
@@ -138,10 +140,10 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	hbWG.Add(1)
 	go func() {
 		defer hbWG.Done()
-		heartBeats(hbDone, idleHeartBeat, func(slot, slots int) []*stompConn {
+		heartBeats(hbDone, idleHeartBeat, func(slot, slots int) []*client.Conn {
 			mu.Lock()
 			defer mu.Unlock()
-			var due []*stompConn
+			var due []*client.Conn
 			for i := slot; i < len(sessions); i += slots {
 				if !sessions[i].gone.Load() {
 					due = append(due, sessions[i].conn)
@@ -173,12 +175,12 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	}()
 
 	_ = parallel(ctx, cfg.sessions, cfg.concurrency, func(i int) error {
-		var client *http.Client
+		var hc *http.Client
 		if spread {
-			client = httpClientFrom(sourceAddr(blockIdle, i/cfg.sessionsPerIP))
-			defer client.CloseIdleConnections()
+			hc = client.HTTPClientFrom(sourceAddr(blockIdle, i/cfg.sessionsPerIP))
+			defer hc.CloseIdleConnections()
 		}
-		c, err := d.dial(ctx, client, "10000,10000")
+		c, err := d.Dial(ctx, hc, "10000,10000")
 		if err != nil {
 			failed.Add(1)
 			errMu.Lock()
@@ -195,7 +197,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 			defer readers.Done()
 			// Read and discard: server heart-beats, and the close.
 			for {
-				if _, err := c.readMessage(context.Background()); err != nil {
+				if _, err := c.ReadMessage(context.Background()); err != nil {
 					if !done.Load() {
 						closed.Add(1)
 						s.gone.Store(true)
@@ -242,7 +244,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	done.Store(true)
 	mu.Lock()
 	for _, s := range sessions {
-		s.conn.close()
+		s.conn.Close()
 	}
 	mu.Unlock()
 	readers.Wait()
@@ -275,7 +277,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 // of sessions per interval/heartBeatSlots so that they do not all write
 // in the same instant, until done closes. due returns the live sessions
 // of a slot.
-func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slots int) []*stompConn) {
+func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slots int) []*client.Conn) {
 	t := time.NewTicker(interval / heartBeatSlots)
 	defer t.Stop()
 	eol := []byte{'\n'}
@@ -286,8 +288,8 @@ func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slo
 		case <-t.C:
 		}
 		for _, c := range due(slot, heartBeatSlots) {
-			ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-			_ = c.write(ctx, eol)
+			ctx, cancel := context.WithTimeout(context.Background(), client.WriteTimeout)
+			_ = c.Write(ctx, eol)
 			cancel()
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/coder/websocket"
 
@@ -58,7 +60,7 @@ func (c clock) now() int64 { return int64(time.Since(c.base)) }
 
 // publisher sends SEND frames to one destination from one session.
 type publisher struct {
-	conn   *stompConn
+	conn   *client.Conn
 	cls    *class
 	idx    uint32
 	prefix []byte // command and headers of every SEND, up to the blank line
@@ -71,10 +73,10 @@ type publisher struct {
 	sent   int64 // owned by the run goroutine; read after it ends
 }
 
-func newPublisher(conn *stompConn, cls *class, idx uint32, dest string, size int) *publisher {
+func newPublisher(conn *client.Conn, cls *class, idx uint32, dest string, size int) *publisher {
 	bodyLen := max(size, stampLen)
 	b := append([]byte(nil), "SEND\n"...)
-	b = stompframe.AppendHeader(b, "destination", dest, conn.version)
+	b = stompframe.AppendHeader(b, "destination", dest, conn.Version)
 	b = stompframe.AppendContentLength(b, bodyLen)
 	b = append(b, '\n')
 	pad := make([]byte, bodyLen-stampLen)
@@ -89,7 +91,7 @@ func (p *publisher) frameLen() int { return len(p.prefix) + stampLen + len(p.pad
 
 // maxBatch is how many frames fit in one WebSocket message.
 func (p *publisher) maxBatch() int64 {
-	n := int64(max(maxBatchBytes/p.frameLen(), 1))
+	n := int64(max(client.MaxBatchBytes/p.frameLen(), 1))
 	if p.perMessage > 0 {
 		n = min(n, p.perMessage)
 	}
@@ -98,7 +100,7 @@ func (p *publisher) maxBatch() int64 {
 
 // sendBatch writes n SEND frames stamped now in one WebSocket message.
 func (p *publisher) sendBatch(ck clock, n int64) error {
-	b := p.conn.wbuf[:0]
+	b := p.conn.WriteBuf[:0]
 	ns := ck.now()
 	for range n {
 		b = append(b, p.prefix...)
@@ -106,8 +108,8 @@ func (p *publisher) sendBatch(ck clock, n int64) error {
 		b = append(b, p.pad...)
 		b = append(b, 0)
 	}
-	p.conn.wbuf = b
-	if err := p.conn.write(context.Background(), b); err != nil {
+	p.conn.WriteBuf = b
+	if err := p.conn.Write(context.Background(), b); err != nil {
 		return err
 	}
 	p.sent += n
@@ -166,7 +168,7 @@ func (p *publisher) runUnpaced(ctx context.Context, ck clock, end time.Time, w *
 // subscriber reads MESSAGE frames of one subscription on its own
 // session, counting them and recording latency.
 type subscriber struct {
-	conn      *stompConn
+	conn      *client.Conn
 	cls       *class
 	win       *window // nil unless publishers are paced by deliveries
 	delivered atomic.Int64
@@ -208,7 +210,7 @@ func (s *subscriber) run(ck clock, done *atomic.Bool) {
 		pace = &readPacer{bps: s.readBPS, start: time.Now()}
 	}
 	for {
-		msg, err := s.conn.readMessage(context.Background())
+		msg, err := s.conn.ReadMessage(context.Background())
 		if err != nil {
 			if !done.Load() {
 				s.fail(describeEnd(err))
@@ -216,18 +218,18 @@ func (s *subscriber) run(ck clock, done *atomic.Bool) {
 			return
 		}
 		now := ck.now()
-		if s.browser && s.conn.lastType == websocket.MessageText && !utf8.Valid(msg) {
+		if s.browser && s.conn.LastType == websocket.MessageText && !utf8.Valid(msg) {
 			s.fail(endInvalidUTF8)
-			s.conn.close()
+			s.conn.Close()
 			return
 		}
-		s.conn.dec.Feed(msg)
+		s.conn.Decoder.Feed(msg)
 		var n int64
 		for {
-			f, err := s.conn.dec.Next()
+			f, err := s.conn.Decoder.Next()
 			if err != nil {
 				s.fail("undecodable frame: " + err.Error())
-				s.conn.close()
+				s.conn.Close()
 				return
 			}
 			if f == nil {

@@ -11,6 +11,8 @@ import (
 	"os"
 	"runtime/pprof"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
 // common are the settings every scenario shares.
@@ -196,4 +198,13 @@ func (c *common) startProfile() (stop func(), err error) {
 		pprof.StopCPUProfile()
 		f.Close()
 	}, nil
+}
+
+// newDialer returns a dialer for the target the shared settings name.
+func newDialer(c *common) *client.Dialer {
+	host := c.host
+	if host == "" {
+		host = hostOf(c.url)
+	}
+	return &client.Dialer{URL: c.url, Host: host, Login: c.login, Passcode: c.passcode}
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -108,7 +110,7 @@ func TestFramesPerMessage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conn := &stompConn{ws: ws, version: stompframe.V12}
+			conn := &client.Conn{WS: ws, Version: stompframe.V12}
 			p := newPublisher(conn, &class{name: "t"}, 0, "/topic/x", 100)
 			p.perMessage = tt.perMessage
 			// 2,000/s on 10 ms ticks: 20 frames due at each tick.

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/stompgate/stompgate/internal/procstat"
 )
 
@@ -34,7 +36,7 @@ const (
 type loadRun struct {
 	cfg     *common
 	stderr  io.Writer
-	dialer  *dialer
+	dialer  *client.Dialer
 	ck      clock
 	classes []*class
 	win     *window // unpaced publishers only
@@ -60,7 +62,7 @@ type loadRun struct {
 	hbWG      sync.WaitGroup
 
 	mu    sync.Mutex
-	conns []*stompConn // guarded by mu
+	conns []*client.Conn // guarded by mu
 }
 
 func newLoadRun(cfg *common, stderr io.Writer) *loadRun {
@@ -69,14 +71,14 @@ func newLoadRun(cfg *common, stderr io.Writer) *loadRun {
 }
 
 // dial opens one session, from its own source address when spreading.
-func (r *loadRun) dial(ctx context.Context) (*stompConn, error) {
-	var client *http.Client
+func (r *loadRun) dial(ctx context.Context) (*client.Conn, error) {
+	var hc *http.Client
 	if r.spread {
-		client = httpClientFrom(sourceAddr(blockLoad, int(r.sources.Add(1))-1))
-		defer client.CloseIdleConnections()
+		hc = client.HTTPClientFrom(sourceAddr(blockLoad, int(r.sources.Add(1))-1))
+		defer hc.CloseIdleConnections()
 	}
 	ms := r.heartBeat.Milliseconds()
-	return r.dialer.dial(ctx, client, fmt.Sprintf("%d,%d", ms, ms))
+	return r.dialer.Dial(ctx, hc, fmt.Sprintf("%d,%d", ms, ms))
 }
 
 // startHeartBeats turns heart-beats on for the sessions dialed from now:
@@ -89,10 +91,10 @@ func (r *loadRun) startHeartBeats(every time.Duration) {
 	r.hbWG.Add(1)
 	go func() {
 		defer r.hbWG.Done()
-		heartBeats(r.hbDone, every, func(slot, slots int) []*stompConn {
+		heartBeats(r.hbDone, every, func(slot, slots int) []*client.Conn {
 			r.mu.Lock()
 			defer r.mu.Unlock()
-			var due []*stompConn
+			var due []*client.Conn
 			for i := slot; i < len(r.conns); i += slots {
 				due = append(due, r.conns[i])
 			}
@@ -101,7 +103,7 @@ func (r *loadRun) startHeartBeats(every time.Duration) {
 	}()
 }
 
-func (r *loadRun) track(c *stompConn) {
+func (r *loadRun) track(c *client.Conn) {
 	r.mu.Lock()
 	r.conns = append(r.conns, c)
 	r.mu.Unlock()
@@ -120,7 +122,7 @@ func (r *loadRun) closeAll() {
 	r.conns = nil
 	r.mu.Unlock()
 	for _, c := range conns {
-		c.close()
+		c.Close()
 	}
 	r.readers.Wait()
 }
@@ -178,7 +180,7 @@ func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, la
 		return nil, fmt.Errorf("%s subscriber: %w", cls.name, err)
 	}
 	r.track(c)
-	if err := c.subscribe(ctx, id, dest); err != nil {
+	if err := c.Subscribe(ctx, id, dest); err != nil {
 		return nil, fmt.Errorf("%s subscriber: %w", cls.name, err)
 	}
 	s := &subscriber{conn: c, cls: cls, win: r.win}
@@ -218,7 +220,7 @@ func (r *loadRun) publish(ctx context.Context, cls *class, idx uint32, dest stri
 }
 
 // newPublisher is newPublisher with the run's frames per message.
-func (r *loadRun) newPublisher(c *stompConn, cls *class, idx uint32, dest string, size int) *publisher {
+func (r *loadRun) newPublisher(c *client.Conn, cls *class, idx uint32, dest string, size int) *publisher {
 	p := newPublisher(c, cls, idx, dest, size)
 	p.perMessage = r.perMessage
 	return p
@@ -233,7 +235,7 @@ func (r *loadRun) join(ctx context.Context, cls *class, idx uint32, dest string,
 		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
 	}
 	r.track(c)
-	if err := c.subscribe(ctx, "0", dest); err != nil {
+	if err := c.Subscribe(ctx, "0", dest); err != nil {
 		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
 	}
 	s := &subscriber{conn: c, cls: cls}

@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+
 	"github.com/coder/websocket"
 	"github.com/stompgate/stompgate/internal/procstat"
 )
@@ -128,10 +130,10 @@ const (
 
 // tryHandshake tries one WebSocket upgrade and closes it at once when it
 // succeeds.
-func tryHandshake(ctx context.Context, url string, client *http.Client) (attemptOutcome, error) {
-	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+func tryHandshake(ctx context.Context, url string, hc *http.Client) (attemptOutcome, error) {
+	ctx, cancel := context.WithTimeout(ctx, client.DialTimeout)
 	defer cancel()
-	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client, Subprotocols: subprotocols})
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: hc, Subprotocols: client.Subprotocols})
 	if err == nil {
 		_ = c.CloseNow()
 		return outcomeAccepted, nil
@@ -166,11 +168,11 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 			if loopbackTarget(cfg.url) {
 				local = sourceAddr(blockStorm, i+1)
 			}
-			client := httpClientFrom(local)
-			if client == nil {
-				client = &http.Client{}
+			hc := client.HTTPClientFrom(local)
+			if hc == nil {
+				hc = &http.Client{}
 			}
-			defer client.CloseIdleConnections()
+			defer hc.CloseIdleConnections()
 			res := ipResult{IP: local.String()}
 			if !local.IsValid() {
 				res.IP = "system-chosen"
@@ -189,7 +191,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 					break
 				}
 				times = append(times, time.Since(t0).Milliseconds())
-				out, err := tryHandshake(ctx, cfg.url, client)
+				out, err := tryHandshake(ctx, cfg.url, hc)
 				res.Attempts++
 				switch out {
 				case outcomeAccepted:
