@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/internal/procstat"
 )
 
@@ -400,7 +402,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 	}
 	start := time.Now()
 	cpu0 := procstat.SelfCPU()
-	src := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
+	src := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
 	ar := &abuseReport{SendLimit: cfg.sendLimit, SessionCap: cfg.sessionCap}
 	var sources atomic.Int64
 	var rss []float64
@@ -454,7 +456,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 	if len(rss) > 0 {
 		rep.Series = []series{{Name: "server RSS MiB", Values: rss}}
 	}
-	if src.kind() == "" {
+	if src.Kind() == "" {
 		rep.Notes = append(rep.Notes, "server RSS and CPU not measured: give -pid, or -metrics-url of a server with process_resident_memory_bytes")
 	}
 	return rep, nil
@@ -481,7 +483,7 @@ func mergeSeries(a, b []float64) []float64 {
 // room's sessions open, the server sampler starts, the attack prepares,
 // and runner.go's execute runs the room's publishers and the attack
 // together, samples progress, drains and measures.
-func runAttack(ctx context.Context, cfg *abuseConfig, name string, src usageSource, sources *atomic.Int64, stderr io.Writer) (attackResult, *usageSampler, error) {
+func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Usage, sources *atomic.Int64, stderr io.Writer) (attackResult, *usageSampler, error) {
 	rc := cfg.common
 	rc.duration = cfg.period(name)
 	r := newLoadRun(&rc, stderr)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/coder/websocket"
@@ -87,7 +89,7 @@ func (a *appFillAttack) prepare(ctx context.Context) error {
 
 // usedMemory reads Redis' used_memory.
 func usedMemory(ctx context.Context, c *redis.Client) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, scrape.Timeout)
 	defer cancel()
 	info, err := c.Info(ctx, "memory").Result()
 	if err != nil {
@@ -195,10 +197,10 @@ func (a *appFillAttack) run(ctx context.Context, start, end time.Time) attackerR
 		rep.Summary += fmt.Sprintf("; Redis used_memory %.1f MiB before, %.1f MiB peak, %.1f MiB after", mib(a.before), mib(peak.Load()), mib(after))
 	}
 	if u := cfg.metricsEndpoint(); u != "" {
-		if s, err := scrape(context.WithoutCancel(ctx), u); err == nil && s.has("stompgate_app_backlog_refusals_total") {
+		if s, err := scrape.Fetch(context.WithoutCancel(ctx), u); err == nil && s.Has("stompgate_app_backlog_refusals_total") {
 			var parts []string
 			for _, b := range []string{"principal", "address", "total", "entries"} {
-				n := s.sum("stompgate_app_backlog_refusals_total", `bound="`+b+`"`)
+				n := s.Sum("stompgate_app_backlog_refusals_total", `bound="`+b+`"`)
 				rep.Figures["refused_"+b] = n
 				parts = append(parts, fmt.Sprintf("%s %.0f", b, n))
 			}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/coder/websocket"
@@ -214,14 +216,14 @@ func (a *slowReadersAttack) watchOutbound(ctx context.Context, start, end time.T
 	}
 	shedsAtStart := -1.0
 	for {
-		if s, err := scrape(ctx, url); err == nil && s.has("stompgate_outbound_queued_bytes") {
+		if s, err := scrape.Fetch(ctx, url); err == nil && s.Has("stompgate_outbound_queued_bytes") {
 			scraped = true
-			peak = max(peak, s.sum("stompgate_outbound_queued_bytes"))
-			budget = s.sum("stompgate_outbound_budget_bytes")
+			peak = max(peak, s.Sum("stompgate_outbound_queued_bytes"))
+			budget = s.Sum("stompgate_outbound_budget_bytes")
 			if shedsAtStart < 0 {
-				shedsAtStart = s.sum("stompgate_outbound_budget_sheds_total")
+				shedsAtStart = s.Sum("stompgate_outbound_budget_sheds_total")
 			}
-			sheds = s.sum("stompgate_outbound_budget_sheds_total") - shedsAtStart
+			sheds = s.Sum("stompgate_outbound_budget_sheds_total") - shedsAtStart
 		}
 		next := time.Now().Add(slowScrapeEvery)
 		if next.After(end) {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/relay"
@@ -26,7 +28,7 @@ type relayInjectAttack struct {
 	env *attackEnv
 	rdb *redis.Client
 	// before is the server's relay drop counters as the attack starts.
-	before samples
+	before scrape.Samples
 }
 
 // The relay drop reasons the attack reports, as the server counts them.
@@ -46,7 +48,7 @@ func (a *relayInjectAttack) prepare(ctx context.Context) error {
 		return fmt.Errorf("-redis-url: %w", err)
 	}
 	if url := a.env.cfg.metricsEndpoint(); url != "" {
-		a.before, _ = scrape(ctx, url)
+		a.before, _ = scrape.Fetch(ctx, url)
 	}
 	return nil
 }
@@ -135,10 +137,10 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 	rep.Figures = map[string]float64{figInjectedLarge: float64(bigSent), figInjectedForged: float64(smallSent)}
 	dropped := "server drops not measured (no -metrics-url)"
 	if url := cfg.metricsEndpoint(); url != "" && a.before != nil {
-		if after, err := scrape(ctx, url); err == nil {
+		if after, err := scrape.Fetch(ctx, url); err == nil {
 			var parts []string
 			for _, r := range relayInjectReasons {
-				d := after.sum("stompgate_relay_dropped_total", `reason="`+r+`"`) - a.before.sum("stompgate_relay_dropped_total", `reason="`+r+`"`)
+				d := after.Sum("stompgate_relay_dropped_total", `reason="`+r+`"`) - a.before.Sum("stompgate_relay_dropped_total", `reason="`+r+`"`)
 				rep.Figures["dropped_"+r] = d
 				parts = append(parts, fmt.Sprintf("%s %.0f", r, d))
 			}

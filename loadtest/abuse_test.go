@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/internal/testproc"
 )
 
@@ -307,7 +309,7 @@ func TestAbuseJudge(t *testing.T) {
 
 func TestUsagePeak(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	s := &usageSampler{src: usageSource{pid: 1}}
+	s := &usageSampler{src: scrape.Usage{PID: 1}}
 	// Half a second between samples: 0.5 cores, then 1.5 cores over the
 	// second from 1s to 2s, then idle.
 	for i, cpuMs := range []int{0, 250, 500, 1250, 2000, 2000, 2000} {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // defaultSampleInterval is how often the abuse scenario reads the
@@ -21,7 +23,7 @@ type usageSample struct {
 // usageSampler reads a usageSource every interval in its own goroutine
 // until stop.
 type usageSampler struct {
-	src      usageSource
+	src      scrape.Usage
 	interval time.Duration
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -33,10 +35,10 @@ type usageSampler struct {
 
 // startSampler takes a first sample at once and then one per interval.
 // With no source it samples nothing.
-func startSampler(ctx context.Context, src usageSource, interval time.Duration) *usageSampler {
+func startSampler(ctx context.Context, src scrape.Usage, interval time.Duration) *usageSampler {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &usageSampler{src: src, interval: interval, cancel: cancel}
-	if src.kind() == "" {
+	if src.Kind() == "" {
 		return s
 	}
 	s.take(ctx)
@@ -58,7 +60,7 @@ func startSampler(ctx context.Context, src usageSource, interval time.Duration) 
 }
 
 func (s *usageSampler) take(ctx context.Context) {
-	rss, cpu, err := s.src.read(ctx)
+	rss, cpu, err := s.src.Read(ctx)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -72,7 +74,7 @@ func (s *usageSampler) take(ctx context.Context) {
 
 // stop takes a last sample and ends the goroutine.
 func (s *usageSampler) stop() {
-	if s.src.kind() != "" {
+	if s.src.Kind() != "" {
 		s.take(context.Background())
 	}
 	s.cancel()
@@ -104,7 +106,7 @@ type serverUsage struct {
 func (s *usageSampler) usage(start, end time.Time) serverUsage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	u := serverUsage{Source: s.src.kind(), Samples: len(s.samples)}
+	u := serverUsage{Source: s.src.Kind(), Samples: len(s.samples)}
 	if s.err != nil {
 		u.Error = s.err.Error()
 	}

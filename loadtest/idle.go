@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/stompgate/stompgate/internal/procstat"
@@ -111,14 +113,14 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	defer cancel()
 	cpu0 := procstat.SelfCPU()
 	ir := &idleReport{Requested: cfg.sessions}
-	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
+	rss := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
 	var errs []string
 	noteErr := func(what string, err error) {
 		if len(errs) < 5 {
 			errs = append(errs, what+": "+err.Error())
 		}
 	}
-	if v, src, err := rss.rss(ctx); err == nil {
+	if v, src, err := rss.RSS(ctx); err == nil {
 		ir.RSSBefore, ir.RSSSource = v, src
 	} else {
 		noteErr("RSS before", err)
@@ -219,7 +221,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	case <-time.After(cfg.settle):
 	}
 	if ir.RSSSource != "" {
-		if v, _, err := rss.rss(context.WithoutCancel(ctx)); err == nil {
+		if v, _, err := rss.RSS(context.WithoutCancel(ctx)); err == nil {
 			ir.RSSAfter = v
 			if ir.Opened > 0 {
 				ir.PerSessionKiB = round3(float64(v-ir.RSSBefore) / float64(ir.Opened) / 1024)
@@ -231,7 +233,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	<-ctx.Done() // hold until the end of -duration (or Ctrl-C)
 	interrupted := time.Now().Before(end.Add(-50 * time.Millisecond))
 	if ir.RSSSource != "" {
-		if v, _, err := rss.rss(context.Background()); err == nil {
+		if v, _, err := rss.RSS(context.Background()); err == nil {
 			ir.RSSEnd = v
 		}
 	}
@@ -301,7 +303,7 @@ func (r *idleReport) writeText(w io.Writer) {
 	if r.RSSSource != "" {
 		src := "/proc VmRSS"
 		if r.RSSSource == "metrics" {
-			src = metricRSS
+			src = scrape.MetricRSS
 		}
 		fmt.Fprintf(w, "server RSS (%s): before %.1f MiB, after %.1f MiB, at the end %.1f MiB\n",
 			src, mib(r.RSSBefore), mib(r.RSSAfter), mib(r.RSSEnd))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/internal/procstat"
 )
 
@@ -20,10 +22,10 @@ type serverReport struct {
 	// Frames is the change of the frame counters over the run; Balanced
 	// says whether received = passed + dropped held, in total and for
 	// SEND.
-	Before   *frameCounts `json:"before,omitempty"`
-	After    *frameCounts `json:"after,omitempty"`
-	Frames   *frameCounts `json:"frames,omitempty"`
-	Balanced *bool        `json:"balanced,omitempty"`
+	Before   *scrape.FrameCounts `json:"before,omitempty"`
+	After    *scrape.FrameCounts `json:"after,omitempty"`
+	Frames   *scrape.FrameCounts `json:"frames,omitempty"`
+	Balanced *bool               `json:"balanced,omitempty"`
 
 	// CPUSource is "proc" (-pid, /proc/<pid>/stat), "metrics"
 	// (process_cpu_seconds_total) or empty when not measured.
@@ -48,7 +50,7 @@ type serverReport struct {
 type serverProbe struct {
 	cfg      *common
 	url      string
-	before   samples
+	before   scrape.Samples
 	scrapeOK bool
 	note     string
 	cpu0     time.Duration
@@ -59,10 +61,10 @@ func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
 	p := &serverProbe{cfg: cfg, url: cfg.metricsEndpoint()}
 	if p.url == "" {
 		p.note = "scraping turned off (-metrics-url off)"
-	} else if s, err := scrape(ctx, p.url); err != nil {
+	} else if s, err := scrape.Fetch(ctx, p.url); err != nil {
 		p.note = fmt.Sprintf("no /metrics: %v", err)
-	} else if !s.has(metricReceived) {
-		p.note = "the metrics page has no " + metricReceived + " (not a stompgate server)"
+	} else if !s.Has(scrape.MetricReceived) {
+		p.note = "the metrics page has no " + scrape.MetricReceived + " (not a stompgate server)"
 		p.before = s
 	} else {
 		p.before, p.scrapeOK = s, true
@@ -78,18 +80,18 @@ func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
 // finish scrapes again and builds the report.
 func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	r := &serverReport{MetricsURL: p.url, MetricsNote: p.note}
-	var after samples
+	var after scrape.Samples
 	if p.url != "" && p.before != nil {
-		s, err := scrape(ctx, p.url)
+		s, err := scrape.Fetch(ctx, p.url)
 		if err != nil {
 			r.MetricsNote = fmt.Sprintf("second scrape failed: %v", err)
 		}
 		after = s
 	}
 	if p.scrapeOK && after != nil {
-		b, a := frameCountsOf(p.before), frameCountsOf(after)
-		d := a.minus(b)
-		ok := d.balanced()
+		b, a := scrape.FrameCountsOf(p.before), scrape.FrameCountsOf(after)
+		d := a.Minus(b)
+		ok := d.Balanced()
 		r.MetricsAvailable = true
 		r.Before, r.After, r.Frames, r.Balanced = &b, &a, &d, &ok
 	}
@@ -99,17 +101,17 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 			r.CPUSource, r.PID = "proc", p.cfg.pid
 			r.CPUSeconds = round3((c - p.cpu0).Seconds())
 		}
-	case p.before != nil && after != nil && p.before.has(metricCPU):
+	case p.before != nil && after != nil && p.before.Has(scrape.MetricCPU):
 		r.CPUSource = "metrics"
-		r.CPUSeconds = round3(after.sum(metricCPU) - p.before.sum(metricCPU))
+		r.CPUSeconds = round3(after.Sum(scrape.MetricCPU) - p.before.Sum(scrape.MetricCPU))
 	}
 	switch {
 	case p.cfg.pid > 0:
 		if v, err := procstat.RSS(p.cfg.pid); err == nil {
 			r.RSSSource, r.RSSBytes, r.PID = "proc", v, p.cfg.pid
 		}
-	case after != nil && after.has(metricRSS):
-		r.RSSSource, r.RSSBytes = "metrics", int64(after.sum(metricRSS))
+	case after != nil && after.Has(scrape.MetricRSS):
+		r.RSSSource, r.RSSBytes = "metrics", int64(after.Sum(scrape.MetricRSS))
 	}
 	return r
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // report is the outcome of one run, printed as text or JSON.
@@ -155,7 +157,7 @@ func (s *serverReport) writeText(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if s.RSSSource != "" {
-		src := metricRSS
+		src := scrape.MetricRSS
 		if s.RSSSource == "proc" {
 			src = fmt.Sprintf("/proc/%d/status VmRSS", s.PID)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
@@ -125,8 +127,8 @@ type roomsReport struct {
 
 func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, error) {
 	rr := &roomsReport{Sessions: cfg.sessions, RoomSize: cfg.roomSize, Rate: cfg.rate, HeartBeatMillis: cfg.heartBeat.Milliseconds()}
-	rss := usageSource{pid: cfg.pid, url: cfg.metricsEndpoint()}
-	if v, src, err := rss.rss(ctx); err == nil {
+	rss := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
+	if v, src, err := rss.RSS(ctx); err == nil {
 		rr.RSSSource, rr.RSSBefore = src, v
 	}
 

@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/coder/websocket"
@@ -146,9 +148,9 @@ func tryHandshake(ctx context.Context, url string, hc *http.Client) (attemptOutc
 
 func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 	probeURL := cfg.metricsEndpoint()
-	var before samples
+	var before scrape.Samples
 	if probeURL != "" {
-		before, _ = scrape(ctx, probeURL)
+		before, _ = scrape.Fetch(ctx, probeURL)
 	}
 	cpu0 := procstat.SelfCPU()
 	var accepted, limited, other atomic.Int64
@@ -270,7 +272,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 		},
 	}
 	if before != nil {
-		if after, err := scrape(context.WithoutCancel(ctx), probeURL); err == nil && after.has(metricHandshks) {
+		if after, err := scrape.Fetch(context.WithoutCancel(ctx), probeURL); err == nil && after.Has(scrape.MetricHandshakes) {
 			sr.ServerHandshakes = handshakeDeltas(before, after)
 		}
 	}
@@ -282,10 +284,10 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 
 // handshakeDeltas is the change of stompgate_handshakes_total per result
 // label.
-func handshakeDeltas(before, after samples) map[string]int64 {
+func handshakeDeltas(before, after scrape.Samples) map[string]int64 {
 	out := map[string]int64{}
 	for series, v := range after {
-		labels, ok := strings.CutPrefix(series, metricHandshks+"{")
+		labels, ok := strings.CutPrefix(series, scrape.MetricHandshakes+"{")
 		if !ok {
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 func TestStampRoundTrip(t *testing.T) {
@@ -233,58 +235,9 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-const metricsPage = `# HELP stompgate_frames_received_total Inbound frames.
-# TYPE stompgate_frames_received_total counter
-stompgate_frames_received_total{command="CONNECT"} 12
-stompgate_frames_received_total{command="SEND"} 1000
-stompgate_frames_passed_total{command="CONNECT"} 12
-stompgate_frames_passed_total{command="SEND"} 300
-stompgate_frames_dropped_total{command="SEND",reason="rate_limit"} 690
-stompgate_frames_dropped_total{command="SEND",reason="rejected"} 10
-stompgate_frames_dropped_total{command="CONNECT",reason="rate_limit"} 0
-process_resident_memory_bytes 2.5e+07
-stompgate_handshakes_total{result="accepted"} 6 1700000000000
-`
-
-func TestParseSamples(t *testing.T) {
-	s, err := parseSamples(strings.NewReader(metricsPage))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := frameCountsOf(s)
-	want := frameCounts{Received: 1012, Passed: 312, Dropped: 700, SendReceived: 1000, SendPassed: 300, SendDropped: 700}
-	if got != want {
-		t.Errorf("frameCountsOf = %+v, want %+v", got, want)
-	}
-	if !got.balanced() {
-		t.Errorf("%+v not balanced, want balanced", got)
-	}
-	if v := s.sum(metricRSS); v != 25e6 {
-		t.Errorf("sum(%s) = %v, want 2.5e7", metricRSS, v)
-	}
-	if v := s.sum("stompgate_handshakes_total"); v != 6 {
-		t.Errorf("sum with a timestamp = %v, want 6", v)
-	}
-	// A name that is a prefix of another must not match it.
-	if s.has("stompgate_frames") {
-		t.Error(`has("stompgate_frames") = true, want false`)
-	}
-	unbalanced := frameCounts{Received: 10, Passed: 5, Dropped: 4, SendReceived: 5, SendPassed: 5}
-	if unbalanced.balanced() {
-		t.Errorf("%+v balanced, want not", unbalanced)
-	}
-	delta := want.minus(frameCounts{Received: 12, Passed: 12})
-	if delta.Received != 1000 || delta.Passed != 300 || !delta.balanced() {
-		t.Errorf("minus = %+v, want received 1000, passed 300, balanced", delta)
-	}
-	if _, err := parseSamples(strings.NewReader("broken{a=\"b\" 1\n")); err == nil {
-		t.Error("parseSamples(unterminated labels) = nil error, want one")
-	}
-}
-
 func TestHandshakeDeltas(t *testing.T) {
-	before := samples{`stompgate_handshakes_total{result="accepted"}`: 6, `stompgate_handshakes_total{result="rejected_limit"}`: 1}
-	after := samples{`stompgate_handshakes_total{result="accepted"}`: 17, `stompgate_handshakes_total{result="rejected_limit"}`: 70}
+	before := scrape.Samples{`stompgate_handshakes_total{result="accepted"}`: 6, `stompgate_handshakes_total{result="rejected_limit"}`: 1}
+	after := scrape.Samples{`stompgate_handshakes_total{result="accepted"}`: 17, `stompgate_handshakes_total{result="rejected_limit"}`: 70}
 	got := handshakeDeltas(before, after)
 	if got["accepted"] != 11 || got["rejected_limit"] != 69 {
 		t.Errorf("handshakeDeltas = %v, want accepted 11, rejected_limit 69", got)

@@ -45,8 +45,9 @@ type Dialer struct {
 	URL string
 	// Host is the CONNECT host header.
 	Host string
-	// Login and Passcode go in CONNECT; empty ones are left out.
-	Login    string
+	// Login goes in CONNECT; empty leaves it out.
+	Login string
+	// Passcode goes in CONNECT; empty leaves it out.
 	Passcode string
 	// Header is sent with the handshake; nil sends none. Attacks that
 	// speak for several addresses set X-Forwarded-For here.

@@ -1,4 +1,7 @@
-package main
+// Package scrape reads what a server reports about itself: the
+// Prometheus text page of its metrics endpoint, and its RSS and CPU time
+// from /proc or that page.
+package scrape
 
 import (
 	"bufio"
@@ -11,21 +14,21 @@ import (
 	"time"
 )
 
-// scrapeTimeout bounds one /metrics request.
-const scrapeTimeout = 5 * time.Second
+// Timeout bounds one /metrics request.
+const Timeout = 5 * time.Second
 
 // maxScrapeBytes bounds the metrics page read: a server's page is tens of
 // kilobytes.
 const maxScrapeBytes = 16 << 20
 
-// samples are the series of one scrape of a Prometheus text page, keyed by
+// Samples are the series of one scrape of a Prometheus text page, keyed by
 // the series as written ("name{label=\"v\",...}"), values summed if a
 // series repeats.
-type samples map[string]float64
+type Samples map[string]float64
 
-// scrape fetches and parses the metrics page at url.
-func scrape(ctx context.Context, url string) (samples, error) {
-	ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+// Fetch fetches and parses the metrics page at url.
+func Fetch(ctx context.Context, url string) (Samples, error) {
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -45,8 +48,8 @@ func scrape(ctx context.Context, url string) (samples, error) {
 // parseSamples reads the Prometheus text exposition format: comment
 // lines are skipped, every other line is a series, a space, a value and
 // an optional timestamp.
-func parseSamples(r io.Reader) (samples, error) {
-	out := samples{}
+func parseSamples(r io.Reader) (Samples, error) {
+	out := Samples{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -76,9 +79,9 @@ func parseSamples(r io.Reader) (samples, error) {
 	return out, sc.Err()
 }
 
-// sum adds the series of metric name whose labels include every
+// Sum adds the series of metric name whose labels include every
 // `label="value"` pair in match (none: every series of the metric).
-func (s samples) sum(name string, match ...string) float64 {
+func (s Samples) Sum(name string, match ...string) float64 {
 	var total float64
 	for series, v := range s {
 		labels, ok := strings.CutPrefix(series, name)
@@ -99,8 +102,8 @@ func (s samples) sum(name string, match ...string) float64 {
 	return total
 }
 
-// has reports whether any series of metric name is present.
-func (s samples) has(name string) bool {
+// Has reports whether any series of metric name is present.
+func (s Samples) Has(name string) bool {
 	for series := range s {
 		if labels, ok := strings.CutPrefix(series, name); ok && (labels == "" || labels[0] == '{') {
 			return true
@@ -109,41 +112,48 @@ func (s samples) has(name string) bool {
 	return false
 }
 
-// Frame counters of stompgate's /metrics.
+// Series names of stompgate's /metrics and of any Go process's.
 const (
-	metricReceived = "stompgate_frames_received_total"
+	// MetricReceived counts inbound frames, by command.
+	MetricReceived = "stompgate_frames_received_total"
 	metricPassed   = "stompgate_frames_passed_total"
 	metricDropped  = "stompgate_frames_dropped_total"
-	metricRSS      = "process_resident_memory_bytes"
-	metricCPU      = "process_cpu_seconds_total"
-	metricHandshks = "stompgate_handshakes_total"
-	labelSend      = `command="SEND"`
+	// MetricRSS is the process's resident set, in bytes.
+	MetricRSS = "process_resident_memory_bytes"
+	// MetricCPU is the process's CPU time, in seconds.
+	MetricCPU = "process_cpu_seconds_total"
+	// MetricHandshakes counts WebSocket handshakes, by result.
+	MetricHandshakes = "stompgate_handshakes_total"
+	labelSend        = `command="SEND"`
 )
 
-// frameCounts are the server's frame counters, all commands and SEND.
-type frameCounts struct {
-	Received     int64 `json:"received"`
-	Passed       int64 `json:"passed"`
-	Dropped      int64 `json:"dropped"`
-	SendReceived int64 `json:"send_received"`
-	SendPassed   int64 `json:"send_passed"`
-	SendDropped  int64 `json:"send_dropped"`
+// FrameCounts are the server's frame counters, all commands and SEND.
+// Received = Passed + Dropped when the server accounts for every frame.
+type FrameCounts struct {
+	Received     int64 `json:"received"`      // frames in, every command
+	Passed       int64 `json:"passed"`        // frames the chain let through
+	Dropped      int64 `json:"dropped"`       // frames the chain dropped
+	SendReceived int64 `json:"send_received"` // SEND frames in
+	SendPassed   int64 `json:"send_passed"`   // SEND frames let through
+	SendDropped  int64 `json:"send_dropped"`  // SEND frames dropped
 }
 
-func frameCountsOf(s samples) frameCounts {
-	n := func(name string, match ...string) int64 { return int64(s.sum(name, match...)) }
-	return frameCounts{
-		Received:     n(metricReceived),
+// FrameCountsOf reads the frame counters out of s; absent ones are 0.
+func FrameCountsOf(s Samples) FrameCounts {
+	n := func(name string, match ...string) int64 { return int64(s.Sum(name, match...)) }
+	return FrameCounts{
+		Received:     n(MetricReceived),
 		Passed:       n(metricPassed),
 		Dropped:      n(metricDropped),
-		SendReceived: n(metricReceived, labelSend),
+		SendReceived: n(MetricReceived, labelSend),
 		SendPassed:   n(metricPassed, labelSend),
 		SendDropped:  n(metricDropped, labelSend),
 	}
 }
 
-func (a frameCounts) minus(b frameCounts) frameCounts {
-	return frameCounts{
+// Minus returns a - b, counter by counter: what happened between two scrapes.
+func (a FrameCounts) Minus(b FrameCounts) FrameCounts {
+	return FrameCounts{
 		Received:     a.Received - b.Received,
 		Passed:       a.Passed - b.Passed,
 		Dropped:      a.Dropped - b.Dropped,
@@ -153,8 +163,8 @@ func (a frameCounts) minus(b frameCounts) frameCounts {
 	}
 }
 
-// balanced reports whether received = passed + dropped, in total and for
+// Balanced reports whether received = passed + dropped, in total and for
 // SEND: every inbound frame accounted for exactly once.
-func (a frameCounts) balanced() bool {
+func (a FrameCounts) Balanced() bool {
 	return a.Received == a.Passed+a.Dropped && a.SendReceived == a.SendPassed+a.SendDropped
 }
