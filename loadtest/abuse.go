@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/internal/procstat"
@@ -332,7 +334,7 @@ func (c *abuseConfig) title() string {
 // while an honest room talks through it.
 func runAbuse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg abuseConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return abuse(ctx, &cfg, stderr)
 	})
 }
@@ -395,7 +397,7 @@ func (c *abuseConfig) period(name string) time.Duration {
 	return c.duration
 }
 
-func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, error) {
+func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*runReport, error) {
 	names, err := cfg.attackList()
 	if err != nil {
 		return nil, err
@@ -435,8 +437,8 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 	}
 	ar.NotRun = append(ar.NotRun, names[len(ar.Attacks):]...)
 	ar.judge(cfg)
-	elapsed := round3(time.Since(start).Seconds())
-	rep := &report{
+	elapsed := report.Round3(time.Since(start).Seconds())
+	rep := &runReport{
 		Scenario:       "abuse",
 		Target:         cfg.url,
 		Started:        start,
@@ -454,7 +456,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*report, er
 		},
 	}
 	if len(rss) > 0 {
-		rep.Series = []series{{Name: "server RSS MiB", Values: rss}}
+		rep.Series = []report.Series{{Name: "server RSS MiB", Values: rss}}
 	}
 	if src.Kind() == "" {
 		rep.Notes = append(rep.Notes, "server RSS and CPU not measured: give -pid, or -metrics-url of a server with process_resident_memory_bytes")
@@ -546,7 +548,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 	}
 	out := attackResult{
 		Name:        name,
-		Seconds:     round3(periodEnd.Sub(period0).Seconds()),
+		Seconds:     report.Round3(periodEnd.Sub(period0).Seconds()),
 		Interrupted: res.interrupted,
 		Server:      samp.usage(period0, periodEnd),
 		Attacker:    atk,
@@ -557,7 +559,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 
 // honestOf reads the honest room's figures from the run's result.
 func honestOf(res loadResult, honest *class) honestReport {
-	var cr classReport
+	var cr report.ClassReport
 	for _, c := range res.classes {
 		if c.Name == honest.name {
 			cr = c

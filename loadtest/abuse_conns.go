@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
@@ -307,7 +309,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 	}
 	endRate := 0.0
 	if first.at.Before(last.at) {
-		endRate = round3(float64(last.delivered-first.delivered) / last.at.Sub(first.at).Seconds())
+		endRate = report.Round3(float64(last.delivered-first.delivered) / last.at.Sub(first.at).Seconds())
 	}
 	avg := perSecond(last.delivered, last.at.Sub(start))
 	rep.Figures = map[string]float64{

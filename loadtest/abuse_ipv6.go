@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
@@ -117,7 +119,7 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 		figIPv6Addresses: float64(accepted.Load() + refused.Load()),
 		figIPv6Accepted:  float64(accepted.Load()),
 		figIPv6Control:   control,
-		figIPv6Seconds:   round3(seconds),
+		figIPv6Seconds:   report.Round3(seconds),
 	}
 	rep.Summary = fmt.Sprintf("%d workers sent %d handshakes from as many addresses of one /64 in %.1f s: %d accepted, %d refused; an address of another /64 was %s",
 		cfg.ipv6Addresses, accepted.Load()+refused.Load(), seconds, accepted.Load(), refused.Load(), map[bool]string{true: "accepted", false: "refused"}[control == 1])

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 )
 
 // abuseReport is the outcome of the abuse scenario.
@@ -40,11 +42,11 @@ type honestReport struct {
 	Publishers  int `json:"publishers"`
 	// Sent counts honest SEND frames; Expected is Sent × Subscribers;
 	// Delivered counts honest MESSAGE frames read.
-	Sent          int64           `json:"sent"`
-	Expected      int64           `json:"expected"`
-	Delivered     int64           `json:"delivered"`
-	DeliveryRatio float64         `json:"delivery_ratio"`
-	Latency       *latencySummary `json:"latency,omitempty"`
+	Sent          int64                  `json:"sent"`
+	Expected      int64                  `json:"expected"`
+	Delivered     int64                  `json:"delivered"`
+	DeliveryRatio float64                `json:"delivery_ratio"`
+	Latency       *report.LatencySummary `json:"latency,omitempty"`
 	// Disconnected counts subscribers whose connection ended during the
 	// attack: closed by the server, lost, or failed by the subscriber
 	// itself on a text message that is not UTF-8, as a browser does.
@@ -304,5 +306,5 @@ func perSecond(n int64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
 	}
-	return round3(float64(n) / d.Seconds())
+	return report.Round3(float64(n) / d.Seconds())
 }

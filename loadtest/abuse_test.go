@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/internal/testproc"
@@ -200,7 +202,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if err := json.NewEncoder(&js).Encode(rep); err != nil {
 		t.Fatal(err)
 	}
-	var back report
+	var back runReport
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(serverAttacks()) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.Abuse)
 	}
@@ -237,7 +239,7 @@ func TestAbuseJudge(t *testing.T) {
 	// The unlimited-frames target is judged against a baseline p99 of
 	// 0.6 ms: at most 1.2 ms.
 	flood := func(p99 float64) attackResult {
-		return attackResult{Name: attackUnlimitedFrames, Honest: honestReport{Latency: &latencySummary{P99: p99}}}
+		return attackResult{Name: attackUnlimitedFrames, Honest: honestReport{Latency: &report.LatencySummary{P99: p99}}}
 	}
 	churn := func(open bool, errs ...string) attackResult {
 		return attackResult{Name: attackTokenChurn, Attacker: attackerReport{ErrorFrames: errs, Figures: map[string]float64{figOpenAtEnd: b2f(open)}}}

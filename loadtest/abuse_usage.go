@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
@@ -135,8 +137,8 @@ func (s *usageSampler) usage(start, end time.Time) serverUsage {
 	}
 	a, b := s.samples[first], s.samples[last]
 	if span := b.at.Sub(a.at); span > 0 {
-		u.CPUSeconds = round3((b.cpu - a.cpu).Seconds())
-		u.CPUCores = round3(float64(b.cpu-a.cpu) / float64(span))
+		u.CPUSeconds = report.Round3((b.cpu - a.cpu).Seconds())
+		u.CPUCores = report.Round3(float64(b.cpu-a.cpu) / float64(span))
 	}
 	// Peak: each sample against the first one at least a second later.
 	j := first
@@ -148,7 +150,7 @@ func (s *usageSampler) usage(start, end time.Time) serverUsage {
 			break
 		}
 		x, y := s.samples[i], s.samples[j]
-		u.CPUCoresPeak = max(u.CPUCoresPeak, round3(float64(y.cpu-x.cpu)/float64(y.at.Sub(x.at))))
+		u.CPUCoresPeak = max(u.CPUCoresPeak, report.Round3(float64(y.cpu-x.cpu)/float64(y.at.Sub(x.at))))
 	}
 	u.CPUCoresPeak = max(u.CPUCoresPeak, u.CPUCores)
 	return u
@@ -168,7 +170,7 @@ func (s *usageSampler) rssPerSecond(base time.Time) []float64 {
 		for len(out) <= i {
 			out = append(out, 0)
 		}
-		out[i] = max(out[i], round3(mib(x.rss)))
+		out[i] = max(out[i], report.Round3(mib(x.rss)))
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 )
 
 // runCompare reads rooms reports (-json) in pairs, the baseline server's
@@ -64,7 +66,7 @@ func readRooms(path string) (*roomsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rep report
+	var rep runReport
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -108,9 +110,9 @@ func over(a, b float64) float64 {
 	}
 	r := a / b
 	if r >= 100 {
-		return round3(float64(int64(r + 0.5)))
+		return report.Round3(float64(int64(r + 0.5)))
 	}
-	return round3(r)
+	return report.Round3(r)
 }
 
 // writeComparison prints the Markdown table: per size, each server's
@@ -122,7 +124,7 @@ func writeComparison(w io.Writer, base, other string, rows []comparison) {
 		if v == 0 {
 			return "-"
 		}
-		return formatValue(v) + "×"
+		return report.FormatValue(v) + "×"
 	}
 	for _, c := range rows {
 		for _, s := range []struct {
@@ -132,11 +134,11 @@ func writeComparison(w io.Writer, base, other string, rows []comparison) {
 			r := s.r
 			p50, p99 := "-", "-"
 			if r.Latency != nil {
-				p50, p99 = formatValue(r.Latency.P50), formatValue(r.Latency.P99)
+				p50, p99 = report.FormatValue(r.Latency.P50), report.FormatValue(r.Latency.P99)
 			}
 			fmt.Fprintf(w, "| %d | %s | %.0f (%.0f) | %.3f | %s | %s | %s | %.2f | %.0f (%.1f) |\n",
 				r.Sessions, s.name, r.DeliveredPerSec, r.OfferedPerSec, r.DeliveryRatio, p50, p99,
-				formatValue(r.ServerCPUPerDeliveredMicros), r.ServerCPUCores, mib(r.RSSEnd), r.RSSPerSessionKiB)
+				report.FormatValue(r.ServerCPUPerDeliveredMicros), r.ServerCPUCores, mib(r.RSSEnd), r.RSSPerSessionKiB)
 		}
 		fmt.Fprintf(w, "| %d | **%s ÷ %s** | %s | | %s | %s | **%s** | | %s |\n",
 			c.Sessions, other, base, ratio(c.Delivered), ratio(c.P50), ratio(c.P99), ratio(c.CPU), ratio(c.RSS))
@@ -147,9 +149,9 @@ func writeComparison(w io.Writer, base, other string, rows []comparison) {
 // bar per size.
 func writeComparisonChart(path, base, other string, rows []comparison) error {
 	groups := []string{"CPU per delivered msg", "p50 latency", "p99 latency", "RSS per session", "delivered msg/s"}
-	var sets []barSet
+	var sets []report.BarSet
 	for _, c := range rows {
-		sets = append(sets, barSet{
+		sets = append(sets, report.BarSet{
 			Name:   fmt.Sprintf("%d sessions", c.Sessions),
 			Values: []float64{c.CPU, c.P50, c.P99, c.RSS, c.Delivered},
 		})
@@ -162,7 +164,7 @@ func writeComparisonChart(path, base, other string, rows []comparison) error {
 		return err
 	}
 	title := fmt.Sprintf("rooms: %s ÷ %s at the same load (1 = equal)", other, base)
-	if err := writeBars(f, title, "ratio", groups, sets, 1); err != nil {
+	if err := report.WriteBars(f, title, "ratio", groups, sets, 1); err != nil {
 		f.Close()
 		return err
 	}

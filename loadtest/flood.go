@@ -71,7 +71,7 @@ func (c *floodConfig) validate() error {
 // it receives.
 func runFlood(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg floodConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return flood(ctx, &cfg, stderr)
 	})
 }
@@ -82,7 +82,7 @@ func (c *floodConfig) title() string {
 }
 
 // flood runs the scenario and returns its report.
-func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*report, error) {
+func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*runReport, error) {
 	r := newLoadRun(&cfg.common, stderr)
 	defer r.closeAll()
 	normal := &class{name: "normal", fanout: 1, publishers: cfg.normal}
@@ -133,7 +133,7 @@ func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*report, er
 		r.pace(ctx, normal.pubs, start, end, cfg.normalRate, wg)
 		r.pace(ctx, abuser.pubs, start, end, cfg.abuserRate, wg)
 	})
-	rep := &report{
+	rep := &runReport{
 		Scenario: "flood",
 		Target:   cfg.url,
 		Started:  r.ck.base,

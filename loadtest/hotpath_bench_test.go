@@ -5,6 +5,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	gostompframe "github.com/go-stomp/stomp/v3/frame"
@@ -74,7 +76,7 @@ func BenchmarkReadBatch(b *testing.B) {
 	msg := messageBatch()
 	b.Run("loadtest", func(b *testing.B) {
 		dec := stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: client.ReadLimit})
-		h := newHistogram()
+		h := report.NewHistogram()
 		b.ReportAllocs()
 		b.SetBytes(int64(len(msg)))
 		for b.Loop() {
@@ -88,7 +90,7 @@ func BenchmarkReadBatch(b *testing.B) {
 					break
 				}
 				if ts, _, ok := parseStamp(f.Body); ok {
-					recordMicros(h, 50_000-ts/1000)
+					report.RecordMicros(h, 50_000-ts/1000)
 				}
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -91,7 +93,7 @@ type idleReport struct {
 
 func runIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg idleConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return idle(ctx, &cfg, stderr), nil
 	})
 }
@@ -106,7 +108,7 @@ type idleSession struct {
 	gone atomic.Bool
 }
 
-func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
+func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
 	start := time.Now()
 	end := start.Add(cfg.duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
@@ -155,17 +157,17 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 		})
 	}()
 
-	opened := &series{Name: "sessions open"}
+	opened := &report.Series{Name: "sessions open"}
 	count := func() int64 {
 		mu.Lock()
 		defer mu.Unlock()
 		return int64(len(sessions))
 	}
-	smp := &sampler{
-		prog:   newProgress(stderr, start, cfg.noProgress),
-		series: []sampled{&gaugeSeries{s: opened, read: func() float64 { return float64(count() - closed.Load()) }}},
-		fields: func() []progressField {
-			return []progressField{{"opened", count()}, {"closed by server", closed.Load()}, {"failed", failed.Load()}}
+	smp := &report.Sampler{
+		Prog:   report.NewProgress(stderr, start, cfg.noProgress),
+		Series: []report.Sampled{&report.GaugeSeries{Series: opened, Read: func() float64 { return float64(count() - closed.Load()) }}},
+		Fields: func() []report.ProgressField {
+			return []report.ProgressField{{Name: "opened", Value: count()}, {Name: "closed by server", Value: closed.Load()}, {Name: "failed", Value: failed.Load()}}
 		},
 	}
 	stopTicker := make(chan struct{})
@@ -173,7 +175,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	tickWG.Add(1)
 	go func() {
 		defer tickWG.Done()
-		smp.loop(ctx, start, time.Time{}, stopTicker)
+		smp.Loop(ctx, start, time.Time{}, stopTicker)
 	}()
 
 	_ = parallel(ctx, cfg.sessions, cfg.concurrency, func(i int) error {
@@ -210,7 +212,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 		}()
 		return nil
 	})
-	ir.SetupSeconds = round3(time.Since(start).Seconds())
+	ir.SetupSeconds = report.Round3(time.Since(start).Seconds())
 	mu.Lock()
 	ir.Opened = len(sessions)
 	mu.Unlock()
@@ -224,7 +226,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 		if v, _, err := rss.RSS(context.WithoutCancel(ctx)); err == nil {
 			ir.RSSAfter = v
 			if ir.Opened > 0 {
-				ir.PerSessionKiB = round3(float64(v-ir.RSSBefore) / float64(ir.Opened) / 1024)
+				ir.PerSessionKiB = report.Round3(float64(v-ir.RSSBefore) / float64(ir.Opened) / 1024)
 			}
 		} else {
 			noteErr("RSS after", err)
@@ -239,8 +241,8 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	}
 	close(stopTicker)
 	tickWG.Wait()
-	smp.show(time.Now())
-	smp.prog.end()
+	smp.Show(time.Now())
+	smp.Prog.End()
 	close(hbDone)
 	hbWG.Wait()
 	done.Store(true)
@@ -253,16 +255,16 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *report {
 	ir.ClosedByServer = closed.Load()
 	ir.Errors = errs
 
-	rep := &report{
+	rep := &runReport{
 		Scenario:       "idle",
 		Target:         cfg.url,
 		Started:        start,
-		LoadSeconds:    round3(time.Since(start).Seconds()),
-		ElapsedSeconds: round3(time.Since(start).Seconds()),
+		LoadSeconds:    report.Round3(time.Since(start).Seconds()),
+		ElapsedSeconds: report.Round3(time.Since(start).Seconds()),
 		Interrupted:    interrupted,
 		Idle:           ir,
 		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
-		Series:         []series{*opened},
+		Series:         []report.Series{*opened},
 		Settings: map[string]any{
 			"sessions": cfg.sessions, "sessions_per_ip": cfg.sessionsPerIP,
 			"concurrency": cfg.concurrency, "settle": cfg.settle.String(),

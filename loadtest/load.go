@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -246,7 +248,7 @@ func (s *subscriber) run(ck clock, done *atomic.Bool) {
 				n++
 				if s.hist != nil {
 					if ts, _, ok := parseStamp(f.Body); ok {
-						recordMicros(s.hist, (now-ts)/1000)
+						report.RecordMicros(s.hist, (now-ts)/1000)
 					}
 				}
 			case stompframe.CommandError:

@@ -117,7 +117,7 @@ type scenarioConfig interface {
 // starts the -cpuprofile, runs body, and writes the report body returns to
 // stdout (and the -chart file).
 func runScenario(ctx context.Context, cfg scenarioConfig, args []string, stdout, stderr io.Writer,
-	body func(ctx context.Context) (*report, error)) error {
+	body func(ctx context.Context) (*runReport, error)) error {
 	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
 		return err
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/internal/procstat"
@@ -99,11 +101,11 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	case p.cpuOK:
 		if c, err := procstat.CPU(p.cfg.pid); err == nil {
 			r.CPUSource, r.PID = "proc", p.cfg.pid
-			r.CPUSeconds = round3((c - p.cpu0).Seconds())
+			r.CPUSeconds = report.Round3((c - p.cpu0).Seconds())
 		}
 	case p.before != nil && after != nil && p.before.Has(scrape.MetricCPU):
 		r.CPUSource = "metrics"
-		r.CPUSeconds = round3(after.Sum(scrape.MetricCPU) - p.before.Sum(scrape.MetricCPU))
+		r.CPUSeconds = report.Round3(after.Sum(scrape.MetricCPU) - p.before.Sum(scrape.MetricCPU))
 	}
 	switch {
 	case p.cfg.pid > 0:

@@ -8,11 +8,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
-// report is the outcome of one run, printed as text or JSON.
-type report struct {
+// runReport is the outcome of one run, printed as text or JSON.
+type runReport struct {
 	Scenario string         `json:"scenario"`
 	Target   string         `json:"target"`
 	Started  time.Time      `json:"started"`
@@ -23,18 +25,18 @@ type report struct {
 	ElapsedSeconds float64 `json:"elapsed_seconds"`
 	Interrupted    bool    `json:"interrupted"`
 
-	Classes []classReport `json:"classes,omitempty"`
-	Storm   *stormReport  `json:"handshake_storm,omitempty"`
-	Idle    *idleReport   `json:"idle,omitempty"`
-	Abuse   *abuseReport  `json:"abuse,omitempty"`
-	Rooms   *roomsReport  `json:"rooms,omitempty"`
-	Server  *serverReport `json:"server,omitempty"`
-	Tool    toolReport    `json:"tool"`
-	Series  []series      `json:"series,omitempty"`
-	Notes   []string      `json:"notes,omitempty"`
+	Classes []report.ClassReport `json:"classes,omitempty"`
+	Storm   *stormReport         `json:"handshake_storm,omitempty"`
+	Idle    *idleReport          `json:"idle,omitempty"`
+	Abuse   *abuseReport         `json:"abuse,omitempty"`
+	Rooms   *roomsReport         `json:"rooms,omitempty"`
+	Server  *serverReport        `json:"server,omitempty"`
+	Tool    toolReport           `json:"tool"`
+	Series  []report.Series      `json:"series,omitempty"`
+	Notes   []string             `json:"notes,omitempty"`
 }
 
-func (r *report) fromLoad(res loadResult) {
+func (r *runReport) fromLoad(res loadResult) {
 	r.LoadSeconds = res.loadSeconds
 	r.ElapsedSeconds = res.elapsedSeconds
 	r.Interrupted = res.interrupted
@@ -45,7 +47,7 @@ func (r *report) fromLoad(res loadResult) {
 }
 
 // emit writes the report to stdout (text or JSON) and the chart, if asked.
-func (r *report) emit(cfg *common, stdout io.Writer, title string) error {
+func (r *runReport) emit(cfg *common, stdout io.Writer, title string) error {
 	if cfg.chart != "" {
 		if err := writeChartFile(cfg.chart, title, r.Series); err != nil {
 			return fmt.Errorf("-chart: %w", err)
@@ -60,19 +62,19 @@ func (r *report) emit(cfg *common, stdout io.Writer, title string) error {
 	return nil
 }
 
-func writeChartFile(path, title string, ss []series) error {
+func writeChartFile(path, title string, ss []report.Series) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := writeChart(f, title, ss); err != nil {
+	if err := report.WriteChart(f, title, ss); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
-func (r *report) writeText(w io.Writer, title string) {
+func (r *runReport) writeText(w io.Writer, title string) {
 	fmt.Fprintln(w, title)
 	state := "completed"
 	if r.Interrupted {

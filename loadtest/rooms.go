@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -83,7 +85,7 @@ func (c *roomsConfig) title() string {
 // at 10,000 sessions.
 func runRooms(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg roomsConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return rooms(ctx, &cfg, stderr)
 	})
 }
@@ -110,7 +112,7 @@ type roomsReport struct {
 	Errors          int64   `json:"errors"`
 	// Latency is measured by one player per room, on every message of
 	// its room.
-	Latency *latencySummary `json:"latency,omitempty"`
+	Latency *report.LatencySummary `json:"latency,omitempty"`
 	// ServerCPUPerDeliveredMicros is the server's CPU time over the load
 	// and the drain divided by Delivered; ServerCPUCores is that CPU time
 	// over the same period's length. Both need -pid or a /metrics page.
@@ -125,7 +127,7 @@ type roomsReport struct {
 	RSSPerSessionKiB float64 `json:"rss_per_session_kib,omitempty"`
 }
 
-func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, error) {
+func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport, error) {
 	rr := &roomsReport{Sessions: cfg.sessions, RoomSize: cfg.roomSize, Rate: cfg.rate, HeartBeatMillis: cfg.heartBeat.Milliseconds()}
 	rss := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
 	if v, src, err := rss.RSS(ctx); err == nil {
@@ -152,22 +154,22 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, er
 		c.subs = make([]*subscriber, c.subscribers)
 		c.pubs = make([]*publisher, c.publishers)
 	}
-	rr.OfferedPerSec = round3(float64(full*cfg.roomSize*cfg.roomSize+rest*rest) * cfg.rate)
+	rr.OfferedPerSec = report.Round3(float64(full*cfg.roomSize*cfg.roomSize+rest*rest) * cfg.rate)
 
 	// Players join from a sampler of their own, so that a long setup
 	// (10,000 sessions) shows its progress.
 	setupStart := time.Now()
 	var joined atomic.Int64
-	setup := &sampler{
-		prog:   newProgress(stderr, setupStart, cfg.noProgress),
-		fields: func() []progressField { return []progressField{{"joined", joined.Load()}} },
+	setup := &report.Sampler{
+		Prog:   report.NewProgress(stderr, setupStart, cfg.noProgress),
+		Fields: func() []report.ProgressField { return []report.ProgressField{{Name: "joined", Value: joined.Load()}} },
 	}
 	setupDone := make(chan struct{})
 	var setupWG sync.WaitGroup
 	setupWG.Add(1)
 	go func() {
 		defer setupWG.Done()
-		setup.loop(ctx, setupStart, time.Time{}, setupDone)
+		setup.Loop(ctx, setupStart, time.Time{}, setupDone)
 	}()
 	err := parallel(ctx, cfg.sessions, dialConcurrency, func(i int) error {
 		room := i / cfg.roomSize
@@ -187,20 +189,20 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, er
 	close(setupDone)
 	setupWG.Wait()
 	if joined.Load() > 0 {
-		setup.show(time.Now())
-		setup.prog.end()
+		setup.Show(time.Now())
+		setup.Prog.End()
 	}
 	if err != nil {
 		return nil, err
 	}
-	rr.SetupSeconds = round3(time.Since(setupStart).Seconds())
+	rr.SetupSeconds = report.Round3(time.Since(setupStart).Seconds())
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		for _, c := range r.classes {
 			r.pace(ctx, c.pubs, start, end, cfg.rate, wg)
 		}
 	})
-	rep := &report{
+	rep := &runReport{
 		Scenario: "rooms",
 		Target:   cfg.url,
 		Started:  r.ck.base,
@@ -216,11 +218,11 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*report, er
 	if srv := rep.Server; srv != nil {
 		if srv.RSSSource == rr.RSSSource && srv.RSSBytes > 0 {
 			rr.RSSEnd = srv.RSSBytes
-			rr.RSSPerSessionKiB = round3(float64(rr.RSSEnd-rr.RSSBefore) / float64(cfg.sessions) / 1024)
+			rr.RSSPerSessionKiB = report.Round3(float64(rr.RSSEnd-rr.RSSBefore) / float64(cfg.sessions) / 1024)
 		}
 		if srv.CPUSeconds > 0 && rr.Delivered > 0 {
-			rr.ServerCPUPerDeliveredMicros = perMicros(srv.CPUSeconds, rr.Delivered)
-			rr.ServerCPUCores = round3(srv.CPUSeconds / res.elapsedSeconds)
+			rr.ServerCPUPerDeliveredMicros = report.PerMicros(srv.CPUSeconds, rr.Delivered)
+			rr.ServerCPUCores = report.Round3(srv.CPUSeconds / res.elapsedSeconds)
 		}
 	}
 	if rr.ServerCPUCores == 0 {
@@ -239,8 +241,8 @@ func (rr *roomsReport) sum(res loadResult, classes []*class) {
 		rr.SentPerSec += c.SentPerSec
 		rr.DeliveredPerSec += c.DeliveredPerSec
 	}
-	rr.SentPerSec, rr.DeliveredPerSec = round3(rr.SentPerSec), round3(rr.DeliveredPerSec)
-	rr.DeliveryRatio = round3(ratio(rr.Delivered, rr.Expected))
+	rr.SentPerSec, rr.DeliveredPerSec = report.Round3(rr.SentPerSec), report.Round3(rr.DeliveredPerSec)
+	rr.DeliveryRatio = report.Round3(report.Ratio(rr.Delivered, rr.Expected))
 	var h *hdrhistogram.Histogram
 	for _, c := range classes {
 		for _, s := range c.subs {
@@ -248,12 +250,12 @@ func (rr *roomsReport) sum(res loadResult, classes []*class) {
 				continue
 			}
 			if h == nil {
-				h = newHistogram()
+				h = report.NewHistogram()
 			}
 			h.Merge(s.hist)
 		}
 	}
-	rr.Latency = summarize(h)
+	rr.Latency = report.Summarize(h)
 }
 
 func (rr *roomsReport) writeText(w io.Writer) {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/coder/websocket"
@@ -152,54 +154,6 @@ func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
 	}
 }
 
-func TestProgressLines(t *testing.T) {
-	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	var b bytes.Buffer
-	p := newProgress(&b, t0, false)
-	p.line(t0.Add(time.Second), progressField{"attempts", 10}, progressField{"accepted", 6}, progressField{"429", 4})
-	p.line(t0.Add(2*time.Second), progressField{"attempts", 20}, progressField{"accepted", 8}, progressField{"429", 12})
-	p.end()
-	want := "    1.0s  attempts 10  accepted 6  429 4\n    2.0s  attempts 20  accepted 8  429 12\n"
-	if got := b.String(); got != want {
-		t.Errorf("progress into a buffer:\n%q\nwant\n%q", got, want)
-	}
-	var quiet bytes.Buffer
-	q := newProgress(&quiet, t0, true)
-	q.line(t0, progressField{"sent", 1})
-	q.end()
-	if quiet.Len() != 0 {
-		t.Errorf("quiet progress wrote %q", quiet.String())
-	}
-}
-
-func TestYAxis(t *testing.T) {
-	tests := []struct {
-		name    string
-		series  [][]float64
-		wantLog bool
-		lo, hi  float64
-	}{
-		{"flood: 5000/s sent over 200/s delivered", [][]float64{{325, 326}, {5000, 5000}, {200, 200}, {4800, 4800}}, true, 100, 10000},
-		{"alike", [][]float64{{325, 324}, {325, 326}}, false, 0, 500},
-		{"a zero second does not make it log", [][]float64{{0, 300, 310}, {305, 300, 290}}, false, 0, 500},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ax := newYAxis(tt.series)
-			if ax.log != tt.wantLog || ax.lo != tt.lo || ax.hi != tt.hi {
-				t.Errorf("newYAxis = %+v, want log %v from %v to %v", ax, tt.wantLog, tt.lo, tt.hi)
-			}
-		})
-	}
-	ax := yAxis{log: true, lo: 100, hi: 10000}
-	if got, want := ax.y(0), float64(padTop+plotH); got != want {
-		t.Errorf("log axis y(0) = %v, want the axis at %v", got, want)
-	}
-	if got, want := ax.y(1000), float64(padTop+plotH/2); got != want {
-		t.Errorf("log axis y(1000) = %v, want the middle %v", got, want)
-	}
-}
-
 func TestCountsText(t *testing.T) {
 	got := countsText(map[string]int64{"rejected": 60, "accepted": 20})
 	if want := "accepted 20, rejected 60"; got != want {
@@ -211,7 +165,7 @@ func TestCompare(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, r roomsReport) string {
 		t.Helper()
-		b, err := json.Marshal(report{Scenario: "rooms", Rooms: &r})
+		b, err := json.Marshal(runReport{Scenario: "rooms", Rooms: &r})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,9 +176,9 @@ func TestCompare(t *testing.T) {
 		return path
 	}
 	a := write("a.json", roomsReport{Sessions: 1000, DeliveredPerSec: 11000, ServerCPUPerDeliveredMicros: 25,
-		RSSPerSessionKiB: 32, Latency: &latencySummary{P50: 0.5, P99: 4}})
+		RSSPerSessionKiB: 32, Latency: &report.LatencySummary{P50: 0.5, P99: 4}})
 	b := write("b.json", roomsReport{Sessions: 1000, DeliveredPerSec: 5500, ServerCPUPerDeliveredMicros: 100,
-		RSSPerSessionKiB: 448, Latency: &latencySummary{P50: 1500, P99: 6000}})
+		RSSPerSessionKiB: 448, Latency: &report.LatencySummary{P50: 1500, P99: 6000}})
 	chart := filepath.Join(dir, "c.svg")
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"compare", "-names", "sg,rmq", "-chart", chart, a, b}, &out, io.Discard); err != nil {

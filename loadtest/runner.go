@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/stompgate/stompgate/internal/procstat"
@@ -185,7 +187,7 @@ func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, la
 	}
 	s := &subscriber{conn: c, cls: cls, win: r.win}
 	if latency {
-		s.hist = newHistogram()
+		s.hist = report.NewHistogram()
 	}
 	if r.subSetup != nil {
 		r.subSetup(s)
@@ -240,7 +242,7 @@ func (r *loadRun) join(ctx context.Context, cls *class, idx uint32, dest string,
 	}
 	s := &subscriber{conn: c, cls: cls}
 	if latency {
-		s.hist = newHistogram()
+		s.hist = report.NewHistogram()
 	}
 	r.readers.Add(1)
 	go func() {
@@ -255,8 +257,8 @@ type loadResult struct {
 	loadSeconds    float64
 	elapsedSeconds float64
 	interrupted    bool
-	classes        []classReport
-	series         []series
+	classes        []report.ClassReport
+	series         []report.Series
 	server         *serverReport
 	tool           toolReport
 }
@@ -281,15 +283,15 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	srv := newServerProbe(ctx, r.cfg)
 	cpu0 := procstat.SelfCPU()
 
-	var all []*counterSeries
-	var losses []*lossSeries
+	var all []*report.CounterSeries
+	var losses []*report.LossSeries
 	for _, c := range r.classes {
 		all = append(all,
-			&counterSeries{s: &series{Name: seriesLabel("delivered/s", c.name), group: c.name}, read: c.delivered.Load},
-			&counterSeries{s: &series{Name: seriesLabel("sent/s", c.name), group: c.name, style: styleDashed}, read: c.sent.Load},
+			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("delivered/s", c.name), Group: c.name}, Read: c.delivered.Load},
+			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("sent/s", c.name), Group: c.name, Style: report.StyleDashed}, Read: c.sent.Load},
 		)
-		losses = append(losses, &lossSeries{s: &series{Name: seriesLabel("undelivered/s", c.name), group: c.name, style: styleDotted},
-			read: func() (int64, int64) { return c.sent.Load() * c.fanout, c.delivered.Load() }})
+		losses = append(losses, &report.LossSeries{Series: &report.Series{Name: report.SeriesLabel("undelivered/s", c.name), Group: c.name, Style: report.StyleDotted},
+			Read: func() (int64, int64) { return c.sent.Load() * c.fanout, c.delivered.Load() }})
 	}
 
 	start := time.Now().Add(startDelay)
@@ -309,26 +311,26 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		}
 		return
 	}
-	smp := &sampler{
-		prog: newProgress(r.stderr, start, r.cfg.noProgress),
-		fields: func() []progressField {
+	smp := &report.Sampler{
+		Prog: report.NewProgress(r.stderr, start, r.cfg.noProgress),
+		Fields: func() []report.ProgressField {
 			s, d, e, errs := totals()
 			// Undelivered is expected − delivered: in flight, or lost.
-			return []progressField{{"sent", s}, {"delivered", d}, {"undelivered", max(e-d, 0)}, {"errors", errs}}
+			return []report.ProgressField{{Name: "sent", Value: s}, {Name: "delivered", Value: d}, {Name: "undelivered", Value: max(e-d, 0)}, {Name: "errors", Value: errs}}
 		},
 	}
 	for _, s := range all {
-		smp.series = append(smp.series, s)
+		smp.Series = append(smp.Series, s)
 	}
 	for _, l := range losses {
-		smp.series = append(smp.series, l)
+		smp.Series = append(smp.Series, l)
 	}
 	if r.win != nil {
-		smp.each = r.win.tick
+		smp.Each = r.win.tick
 	}
 
 	// Sample once a second over the load period.
-	interrupted, stopped := smp.loop(ctx, start, end, nil)
+	interrupted, stopped := smp.Loop(ctx, start, end, nil)
 	loadEnd := end
 	if interrupted {
 		loadEnd = stopped
@@ -351,8 +353,8 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	if !interrupted {
 		r.drain(ctx, totals)
 	}
-	smp.show(time.Now())
-	smp.prog.end()
+	smp.Show(time.Now())
+	smp.Prog.End()
 	elapsed := time.Since(start)
 	serverAfter := srv.finish(ctx)
 	r.closeAll()
@@ -360,7 +362,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 
 	res := loadResult{
 		loadSeconds:    loadEnd.Sub(start).Seconds(),
-		elapsedSeconds: round3(elapsed.Seconds()),
+		elapsedSeconds: report.Round3(elapsed.Seconds()),
 		interrupted:    interrupted,
 		server:         serverAfter,
 	}
@@ -370,17 +372,17 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		res.classes = append(res.classes, cr)
 		msgs += cr.Sent + cr.Delivered
 	}
-	res.loadSeconds = round3(res.loadSeconds)
+	res.loadSeconds = report.Round3(res.loadSeconds)
 	res.tool = toolReportOf(cpu, msgs)
 	for _, s := range all {
-		res.series = append(res.series, *s.s)
+		res.series = append(res.series, *s.Series)
 	}
 	// A class's undelivered/s is drawn only when some of what it sent
 	// never arrived (the flood's abusers); otherwise it is in-flight
 	// noise.
 	for i, l := range losses {
 		if cr := res.classes[i]; cr.Delivered < cr.Expected {
-			res.series = append(res.series, *l.s)
+			res.series = append(res.series, *l.Series)
 		}
 	}
 	if srv := res.server; srv != nil && srv.CPUSeconds > 0 {
@@ -389,8 +391,8 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 			delivered += c.Delivered
 			sent += c.Sent
 		}
-		srv.CPUPerDeliveredMicros = perMicros(srv.CPUSeconds, delivered)
-		srv.CPUPerSentMicros = perMicros(srv.CPUSeconds, sent)
+		srv.CPUPerDeliveredMicros = report.PerMicros(srv.CPUSeconds, delivered)
+		srv.CPUPerSentMicros = report.PerMicros(srv.CPUSeconds, sent)
 	}
 	return res
 }
@@ -432,16 +434,8 @@ type toolReport struct {
 
 func toolReportOf(cpu time.Duration, msgs int64) toolReport {
 	return toolReport{
-		CPUSeconds:          round3(cpu.Seconds()),
+		CPUSeconds:          report.Round3(cpu.Seconds()),
 		Messages:            msgs,
-		CPUPerMessageMicros: perMicros(cpu.Seconds(), msgs),
+		CPUPerMessageMicros: report.PerMicros(cpu.Seconds(), msgs),
 	}
-}
-
-// perMicros is seconds/n in microseconds, 0 when n is 0.
-func perMicros(seconds float64, n int64) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return round3(seconds * 1e6 / float64(n))
 }

@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -107,7 +109,7 @@ type stormReport struct {
 
 func runStorm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg stormConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return storm(ctx, &cfg, stderr), nil
 	})
 }
@@ -146,7 +148,7 @@ func tryHandshake(ctx context.Context, url string, hc *http.Client) (attemptOutc
 	return outcomeOther, err
 }
 
-func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
+func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 	probeURL := cfg.metricsEndpoint()
 	var before scrape.Samples
 	if probeURL != "" {
@@ -214,7 +216,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 			}
 			res.Expected = expectedAccepted(cfg.policyRate, cfg.policyBurst, times)
 			if n := len(times); n > 0 {
-				res.SpanSeconds = round3(float64(times[n-1]) / 1000)
+				res.SpanSeconds = report.Round3(float64(times[n-1]) / 1000)
 			}
 			res.ClosedForm = closedFormAccepted(cfg.policyRate, cfg.policyBurst, res.Attempts, res.SpanSeconds)
 			results[i] = res
@@ -224,27 +226,27 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 	// Progress once a second until every IP is done.
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	acc := &series{Name: "accepted/s"}
-	rej := &series{Name: "429/s"}
-	smp := &sampler{
-		prog: newProgress(stderr, start, cfg.noProgress),
-		series: []sampled{
-			&counterSeries{s: acc, read: accepted.Load},
-			&counterSeries{s: rej, read: limited.Load},
+	acc := &report.Series{Name: "accepted/s"}
+	rej := &report.Series{Name: "429/s"}
+	smp := &report.Sampler{
+		Prog: report.NewProgress(stderr, start, cfg.noProgress),
+		Series: []report.Sampled{
+			&report.CounterSeries{Series: acc, Read: accepted.Load},
+			&report.CounterSeries{Series: rej, Read: limited.Load},
 		},
-		fields: func() []progressField {
+		Fields: func() []report.ProgressField {
 			a, l, o := accepted.Load(), limited.Load(), other.Load()
-			return []progressField{{"attempts", a + l + o}, {"accepted", a}, {"429", l}, {"other", o}}
+			return []report.ProgressField{{Name: "attempts", Value: a + l + o}, {Name: "accepted", Value: a}, {Name: "429", Value: l}, {Name: "other", Value: o}}
 		},
 	}
-	interrupted, _ := smp.loop(ctx, start, time.Time{}, finished)
+	interrupted, _ := smp.Loop(ctx, start, time.Time{}, finished)
 	if interrupted {
 		<-finished
 	}
-	smp.flush(time.Now())
+	smp.Flush(time.Now())
 	elapsed := time.Since(start)
-	smp.show(time.Now())
-	smp.prog.end()
+	smp.Show(time.Now())
+	smp.Prog.End()
 
 	sr := &stormReport{PolicyRate: cfg.policyRate, PolicyBurst: cfg.policyBurst, IPs: results, OtherErrors: otherErrs}
 	total := 0
@@ -255,17 +257,17 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *report {
 		sr.Expected += r.Expected
 		total += r.Attempts
 	}
-	sr.DecisionsPerSec = round3(float64(total) / elapsed.Seconds())
-	rep := &report{
+	sr.DecisionsPerSec = report.Round3(float64(total) / elapsed.Seconds())
+	rep := &runReport{
 		Scenario:       "handshake-storm",
 		Target:         cfg.url,
 		Started:        start,
-		LoadSeconds:    round3(elapsed.Seconds()),
-		ElapsedSeconds: round3(elapsed.Seconds()),
+		LoadSeconds:    report.Round3(elapsed.Seconds()),
+		ElapsedSeconds: report.Round3(elapsed.Seconds()),
 		Interrupted:    interrupted,
 		Storm:          sr,
 		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
-		Series:         []series{*acc, *rej},
+		Series:         []report.Series{*acc, *rej},
 		Settings: map[string]any{
 			"ips": cfg.ips, "attempts": cfg.attempts, "rate": cfg.rate,
 			"policy_rate": cfg.policyRate, "policy_burst": cfg.policyBurst,

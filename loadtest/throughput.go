@@ -80,7 +80,7 @@ func (c *throughputConfig) validate() error {
 // instead.
 func runThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg throughputConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*report, error) {
+	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
 		return throughput(ctx, &cfg, stderr)
 	})
 }
@@ -104,7 +104,7 @@ func (c *throughputConfig) title() string {
 		c.publishers, rate, c.subscribers, max(c.size, stampLen), shape, c.duration)
 }
 
-func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*report, error) {
+func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*runReport, error) {
 	r := newLoadRun(&cfg.common, stderr)
 	defer r.closeAll()
 	cls := &class{name: "throughput", fanout: int64(cfg.subscribers), publishers: cfg.publishers, subscribers: cfg.subscribers}
@@ -149,7 +149,7 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 			}()
 		}
 	})
-	rep := &report{
+	rep := &runReport{
 		Scenario: "throughput",
 		Target:   cfg.url,
 		Started:  r.ck.base,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/xml"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -104,82 +102,6 @@ func TestExpectedAccepted(t *testing.T) {
 	}
 }
 
-func TestSummarize(t *testing.T) {
-	h := newHistogram()
-	for ms := int64(1); ms <= 100; ms++ {
-		recordMicros(h, ms*1000)
-	}
-	got := summarize(h)
-	want := latencySummary{Count: 100, P50: 50, P90: 90, P99: 99, Max: 100}
-	// hdrhistogram reports bucket bounds: within 0.1% at 3 digits.
-	close := func(a, b float64) bool { return a >= b && a <= b*1.001 }
-	if got.Count != want.Count || !close(got.P50, want.P50) || !close(got.P90, want.P90) ||
-		!close(got.P99, want.P99) || !close(got.Max, want.Max) {
-		t.Errorf("summarize = %+v, want %+v (to 3 digits)", *got, want)
-	}
-	if s := summarize(newHistogram()); s != nil {
-		t.Errorf("summarize(empty) = %+v, want nil", *s)
-	}
-}
-
-func TestRecordMicrosClamps(t *testing.T) {
-	h := newHistogram()
-	recordMicros(h, -5)
-	recordMicros(h, histMaxMicros*10)
-	if h.TotalCount() != 2 || h.Min() != histMinMicros || h.Max() < histMaxMicros {
-		t.Errorf("count %d min %d max %d, want 2, %d, >= %d", h.TotalCount(), h.Min(), h.Max(), histMinMicros, histMaxMicros)
-	}
-}
-
-func TestClassReport(t *testing.T) {
-	c := &class{name: "c", fanout: 3, publishers: 2, subscribers: 3}
-	c.sent.Store(100)
-	c.delivered.Store(270)
-	c.errors.Store(1)
-	c.pubs = []*publisher{{sent: 40}, {sent: 60}}
-	for _, n := range []int64{100, 90, 80} {
-		s := &subscriber{hist: newHistogram()}
-		s.delivered.Store(n)
-		recordMicros(s.hist, n*1000)
-		c.subs = append(c.subs, s)
-	}
-	r := c.report(2, 240)
-	checks := []struct {
-		what      string
-		got, want float64
-	}{
-		{"Sent", float64(r.Sent), 100},
-		{"Expected", float64(r.Expected), 300},
-		{"Delivered", float64(r.Delivered), 270},
-		{"DeliveryRatio", r.DeliveryRatio, 0.9},
-		{"SentPerSec", r.SentPerSec, 50},
-		{"DeliveredPerSec", r.DeliveredPerSec, 120},
-		{"Errors", float64(r.Errors), 1},
-		{"PerPublisherSent.Min", float64(r.PerPublisherSent.Min), 40},
-		{"PerPublisherSent.Max", float64(r.PerPublisherSent.Max), 60},
-		{"PerSubscriberDelivered.Min", float64(r.PerSubscriberDelivered.Min), 80},
-		{"PerSubscriberDelivered.Max", float64(r.PerSubscriberDelivered.Max), 100},
-		{"Latency.Count", float64(r.Latency.Count), 3},
-	}
-	for _, ch := range checks {
-		if ch.got != ch.want {
-			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
-		}
-	}
-}
-
-func TestRatio(t *testing.T) {
-	if got := ratio(5, 0); got != 0 {
-		t.Errorf("ratio(5, 0) = %v, want 0", got)
-	}
-	if got := ratio(1, 4); got != 0.25 {
-		t.Errorf("ratio(1, 4) = %v, want 0.25", got)
-	}
-	if got := perMicros(2, 1_000_000); got != 2 {
-		t.Errorf("perMicros(2s, 1e6) = %v, want 2", got)
-	}
-}
-
 func TestPacing(t *testing.T) {
 	tests := []struct {
 		rate float64
@@ -271,38 +193,6 @@ func TestURLs(t *testing.T) {
 	}
 	if got := sourceAddr(blockLoad, 254).String(); got != "127.2.1.1" {
 		t.Errorf("sourceAddr(load, 254) = %s, want 127.2.1.1", got)
-	}
-}
-
-func TestChartIsXML(t *testing.T) {
-	var b strings.Builder
-	ss := []series{
-		{Name: "normal delivered/s", Values: []float64{325, 324, 326}},
-		{Name: "normal sent/s", style: styleDashed, Values: []float64{325, 325, 325}},
-		{Name: "abuser <delivered>/s", Values: []float64{200, 200, 200}},
-	}
-	if err := writeChart(&b, "flood & friends", ss); err != nil {
-		t.Fatal(err)
-	}
-	d := xml.NewDecoder(strings.NewReader(b.String()))
-	lines := 0
-	for {
-		tok, err := d.Token()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("chart is not well-formed XML: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
-			lines++
-		}
-	}
-	if lines != len(ss) {
-		t.Errorf("chart has %d polylines, want %d", lines, len(ss))
-	}
-	if got := niceCeil(326); got != 500 {
-		t.Errorf("niceCeil(326) = %v, want 500", got)
 	}
 }
 

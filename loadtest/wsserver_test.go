@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stompgate/stompgate/handshake"
@@ -96,7 +98,7 @@ func testCommon(url string, d time.Duration) common {
 	return c
 }
 
-func classNamed(t *testing.T, r *report, name string) classReport {
+func classNamed(t *testing.T, r *runReport, name string) report.ClassReport {
 	t.Helper()
 	for _, c := range r.Classes {
 		if c.Name == name {
@@ -104,7 +106,7 @@ func classNamed(t *testing.T, r *report, name string) classReport {
 		}
 	}
 	t.Fatalf("report has no class %q", name)
-	return classReport{}
+	return report.ClassReport{}
 }
 
 func TestFloodAgainstStompgate(t *testing.T) {

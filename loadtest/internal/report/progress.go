@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"context"
@@ -9,31 +9,31 @@ import (
 	"time"
 )
 
-// progressField is one named count on the progress line. Each scenario
+// ProgressField is one named count on the progress line. Each scenario
 // names its own: sent and delivered for a load run, accepted and 429 for
 // a handshake storm, opened and closed for idle sessions.
-type progressField struct {
-	name  string
-	value int64
+type ProgressField struct {
+	Name  string // what is counted
+	Value int64  // the count so far
 }
 
-// progress prints the progress line once a second. On a terminal the line
+// Progress prints the progress line once a second. On a terminal the line
 // is rewritten in place with \r; anywhere else (a file, a pipe, CI) each
 // update is a line of its own, so a log reads top to bottom.
-type progress struct {
+type Progress struct {
 	w     io.Writer // nil: silent
 	tty   bool
 	start time.Time
 	wrote bool
 }
 
-// newProgress returns the progress printer of a run that starts at start;
+// NewProgress returns the progress printer of a run that starts at start;
 // quiet (tests) or a nil w silences it.
-func newProgress(w io.Writer, start time.Time, quiet bool) *progress {
+func NewProgress(w io.Writer, start time.Time, quiet bool) *Progress {
 	if quiet || w == nil {
-		return &progress{start: start}
+		return &Progress{start: start}
 	}
-	return &progress{w: w, tty: isTerminal(w), start: start}
+	return &Progress{w: w, tty: isTerminal(w), start: start}
 }
 
 // isTerminal reports whether w is a character device such as a terminal.
@@ -49,14 +49,14 @@ func isTerminal(w io.Writer) bool {
 }
 
 // line prints one progress update.
-func (p *progress) line(now time.Time, fields ...progressField) {
+func (p *Progress) line(now time.Time, fields ...ProgressField) {
 	if p.w == nil {
 		return
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%7.1fs", now.Sub(p.start).Seconds())
 	for _, f := range fields {
-		fmt.Fprintf(&b, "  %s %d", f.name, f.value)
+		fmt.Fprintf(&b, "  %s %d", f.Name, f.Value)
 	}
 	if p.tty {
 		// Trailing spaces cover a longer previous line.
@@ -67,55 +67,55 @@ func (p *progress) line(now time.Time, fields ...progressField) {
 	p.wrote = true
 }
 
-// end finishes a rewritten line so the report starts on a fresh one.
-func (p *progress) end() {
+// End finishes a rewritten line so the report starts on a fresh one.
+func (p *Progress) End() {
 	if p.w != nil && p.tty && p.wrote {
 		fmt.Fprintln(p.w)
 	}
 }
 
-// sampled is a per-second series fed by the sampler.
-type sampled interface {
+// Sampled is a per-second series fed by the sampler.
+type Sampled interface {
 	sample(dt time.Duration)
 }
 
-// sampler is the once-a-second loop every scenario runs while its load
+// Sampler is the once-a-second loop every scenario runs while its load
 // is on: it samples the per-second series, does the scenario's own
 // per-second work and prints the progress line with the scenario's
 // fields.
-type sampler struct {
-	prog   *progress
-	series []sampled
-	// fields returns the progress line's counts.
-	fields func() []progressField
-	// each, when set, runs once a second after the series are sampled
+type Sampler struct {
+	Prog   *Progress // prints the line
+	Series []Sampled // sampled once a second, before the line
+	// Fields returns the progress line's counts.
+	Fields func() []ProgressField
+	// Each, when set, runs once a second after the series are sampled
 	// (the throughput window's forgiveness tick).
-	each func()
+	Each func()
 	// last is when the series were last sampled; loop owns it until it
 	// returns.
 	last time.Time
 }
 
-// flush samples the part of a second since the last tick, for a run
+// Flush samples the part of a second since the last tick, for a run
 // that ended between ticks (a handshake storm that finished early); call
 // it after loop returned.
-func (s *sampler) flush(now time.Time) {
+func (s *Sampler) Flush(now time.Time) {
 	if s.last.IsZero() || now.Sub(s.last) < 100*time.Millisecond {
 		return
 	}
-	for _, ss := range s.series {
+	for _, ss := range s.Series {
 		ss.sample(now.Sub(s.last))
 	}
 	s.last = now
 }
 
-// show prints the progress line as of now.
-func (s *sampler) show(now time.Time) { s.prog.line(now, s.fields()...) }
+// Show prints the progress line as of now.
+func (s *Sampler) Show(now time.Time) { s.Prog.line(now, s.Fields()...) }
 
-// loop waits until start and then ticks once a second until a tick at or
+// Loop waits until start and then ticks once a second until a tick at or
 // after end (a zero end: no end), stop closes or ctx ends. It reports
 // whether ctx ended it and when it stopped.
-func (s *sampler) loop(ctx context.Context, start, end time.Time, stop <-chan struct{}) (interrupted bool, at time.Time) {
+func (s *Sampler) Loop(ctx context.Context, start, end time.Time, stop <-chan struct{}) (interrupted bool, at time.Time) {
 	select {
 	case <-ctx.Done():
 		return true, time.Now()
@@ -133,14 +133,14 @@ func (s *sampler) loop(ctx context.Context, start, end time.Time, stop <-chan st
 		case <-stop:
 			return false, time.Now()
 		case now := <-tick.C:
-			for _, ss := range s.series {
+			for _, ss := range s.Series {
 				ss.sample(now.Sub(s.last))
 			}
 			s.last = now
-			if s.each != nil {
-				s.each()
+			if s.Each != nil {
+				s.Each()
 			}
-			s.show(now)
+			s.Show(now)
 			if !end.IsZero() && !now.Before(end) {
 				return false, now
 			}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bufio"
@@ -33,7 +33,7 @@ const logSpan = 10
 var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 
 // dashArray is the SVG stroke-dasharray of each style.
-var dashArray = map[lineStyle]string{styleDashed: "6 4", styleDotted: "2 3"}
+var dashArray = map[LineStyle]string{StyleDashed: "6 4", StyleDotted: "2 3"}
 
 // yAxis maps values to the plot's height, linearly or on a log scale.
 type yAxis struct {
@@ -136,13 +136,13 @@ func legend(bw *bufio.Writer, i int, colour, dash, name string, bar bool) {
 	fmt.Fprintf(bw, `<text x="%d" y="%d">%s</text>`+"\n", lx+legendLine+6, ly+4, esc(name))
 }
 
-// writeChart draws the per-second series as lines over time: x is the
+// WriteChart draws the per-second series as lines over time: x is the
 // second of the run, y the value, on a log scale when the series differ
 // by an order of magnitude or more. A limited abuser shows as a
 // delivered/s line far below its dashed sent/s line, its dotted
 // undelivered/s line just under the sent one, next to normal users whose
 // delivered and sent lines coincide.
-func writeChart(w io.Writer, title string, ss []series) error {
+func WriteChart(w io.Writer, title string, ss []Series) error {
 	bw := bufio.NewWriter(w)
 	n := 0
 	var vals [][]float64
@@ -170,7 +170,7 @@ func writeChart(w io.Writer, title string, ss []series) error {
 
 	colours := map[string]string{}
 	for i, s := range ss {
-		key := s.group
+		key := s.Group
 		if key == "" {
 			key = "\x00" + s.Name
 		}
@@ -180,7 +180,7 @@ func writeChart(w io.Writer, title string, ss []series) error {
 			colours[key] = c
 		}
 		dash := ""
-		if d := dashArray[s.style]; d != "" {
+		if d := dashArray[s.Style]; d != "" {
 			dash = ` stroke-dasharray="` + d + `"`
 		}
 		var pts strings.Builder
@@ -198,17 +198,17 @@ func writeChart(w io.Writer, title string, ss []series) error {
 	return bw.Flush()
 }
 
-// barSet is one colour of a bar chart: a value per group.
-type barSet struct {
-	Name   string
-	Values []float64
+// BarSet is one colour of a bar chart: a value per group.
+type BarSet struct {
+	Name   string    // the legend's label
+	Values []float64 // one per group, in the groups' order
 }
 
-// writeBars draws grouped bars on a log axis, one group per x position
+// WriteBars draws grouped bars on a log axis, one group per x position
 // and one bar per set in each group, with each bar's value at its end.
 // With ref (1 for ratios) the bars grow from a reference line at ref, so
 // a ratio below 1 points down; 0 draws them from the axis.
-func writeBars(w io.Writer, title, yLabel string, groups []string, sets []barSet, ref float64) error {
+func WriteBars(w io.Writer, title, yLabel string, groups []string, sets []BarSet, ref float64) error {
 	bw := bufio.NewWriter(w)
 	var vals [][]float64
 	for _, s := range sets {
@@ -258,7 +258,7 @@ func writeBars(w io.Writer, title, yLabel string, groups []string, sets []barSet
 			}
 			fmt.Fprintf(bw, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n",
 				bx, top, barW-2, max(bottom-top, 1), palette[i%len(palette)])
-			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", bx+barW/2-1, labelY, formatValue(v))
+			fmt.Fprintf(bw, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="10">%s</text>`+"\n", bx+barW/2-1, labelY, FormatValue(v))
 		}
 	}
 	if ref > 0 {
@@ -294,8 +294,8 @@ func formatTick(v float64) string {
 	return fmt.Sprintf("%.2g", v)
 }
 
-// formatValue writes a bar's value with two or three significant digits.
-func formatValue(v float64) string {
+// FormatValue writes a bar's value with two or three significant digits.
+func FormatValue(v float64) string {
 	if v >= 100 {
 		return fmt.Sprintf("%.0f", v)
 	}

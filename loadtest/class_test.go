@@ -1,0 +1,44 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+)
+
+func TestClassReport(t *testing.T) {
+	c := &class{name: "c", fanout: 3, publishers: 2, subscribers: 3}
+	c.sent.Store(100)
+	c.delivered.Store(270)
+	c.errors.Store(1)
+	c.pubs = []*publisher{{sent: 40}, {sent: 60}}
+	for _, n := range []int64{100, 90, 80} {
+		s := &subscriber{hist: report.NewHistogram()}
+		s.delivered.Store(n)
+		report.RecordMicros(s.hist, n*1000)
+		c.subs = append(c.subs, s)
+	}
+	r := c.report(2, 240)
+	checks := []struct {
+		what      string
+		got, want float64
+	}{
+		{"Sent", float64(r.Sent), 100},
+		{"Expected", float64(r.Expected), 300},
+		{"Delivered", float64(r.Delivered), 270},
+		{"DeliveryRatio", r.DeliveryRatio, 0.9},
+		{"SentPerSec", r.SentPerSec, 50},
+		{"DeliveredPerSec", r.DeliveredPerSec, 120},
+		{"Errors", float64(r.Errors), 1},
+		{"PerPublisherSent.Min", float64(r.PerPublisherSent.Min), 40},
+		{"PerPublisherSent.Max", float64(r.PerPublisherSent.Max), 60},
+		{"PerSubscriberDelivered.Min", float64(r.PerSubscriberDelivered.Min), 80},
+		{"PerSubscriberDelivered.Max", float64(r.PerSubscriberDelivered.Max), 100},
+		{"Latency.Count", float64(r.Latency.Count), 3},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.what, ch.got, ch.want)
+		}
+	}
+}
