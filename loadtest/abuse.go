@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
@@ -490,24 +492,24 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 	rc.duration = cfg.period(name)
 	r := newLoadRun(&rc, stderr)
 	defer r.closeAll()
-	honest := &class{name: "honest", fanout: int64(cfg.honestSubs), publishers: cfg.honestPubs, subscribers: cfg.honestSubs}
-	r.classes = []*class{honest}
+	honest := &load.Class{Name: "honest", Fanout: int64(cfg.honestSubs), Publishers: cfg.honestPubs, Subscribers: cfg.honestSubs}
+	r.classes = []*load.Class{honest}
 	room := cfg.topicPrefix + "room." + name
-	honest.subs = make([]*subscriber, cfg.honestSubs)
-	r.subSetup = func(s *subscriber) { s.readBPS, s.browser, s.stampedOnly = cfg.honestRead, true, true }
+	honest.Subs = make([]*load.Subscriber, cfg.honestSubs)
+	r.subSetup = func(s *load.Subscriber) { s.ReadBPS, s.Browser, s.StampedOnly = cfg.honestRead, true, true }
 	err := parallel(ctx, cfg.honestSubs, dialConcurrency, func(i int) error {
 		var err error
-		honest.subs[i], err = r.subscribe(ctx, honest, "0", room, true)
+		honest.Subs[i], err = r.subscribe(ctx, honest, "0", room, true)
 		return err
 	})
 	r.subSetup = nil
 	if err != nil {
 		return attackResult{}, nil, err
 	}
-	honest.pubs = make([]*publisher, cfg.honestPubs)
+	honest.Pubs = make([]*load.Publisher, cfg.honestPubs)
 	err = parallel(ctx, cfg.honestPubs, dialConcurrency, func(i int) error {
 		var err error
-		honest.pubs[i], err = r.publish(ctx, honest, uint32(i), room, cfg.honestBytes)
+		honest.Pubs[i], err = r.publish(ctx, honest, uint32(i), room, cfg.honestBytes)
 		return err
 	})
 	if err != nil {
@@ -530,7 +532,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 		attackDoneAt time.Time
 	)
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		r.pace(ctx, honest.pubs, start, end, cfg.honestRate, wg)
+		r.pace(ctx, honest.Pubs, start, end, cfg.honestRate, wg)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -558,10 +560,10 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 }
 
 // honestOf reads the honest room's figures from the run's result.
-func honestOf(res loadResult, honest *class) honestReport {
+func honestOf(res loadResult, honest *load.Class) honestReport {
 	var cr report.ClassReport
 	for _, c := range res.classes {
-		if c.Name == honest.name {
+		if c.Name == honest.Name {
 			cr = c
 		}
 	}
@@ -570,13 +572,13 @@ func honestOf(res loadResult, honest *class) honestReport {
 		Sent: cr.Sent, Expected: cr.Expected, Delivered: cr.Delivered,
 		DeliveryRatio: cr.DeliveryRatio, Errors: cr.Errors, Latency: cr.Latency,
 	}
-	for i, s := range honest.subs {
-		h.Foreign += s.foreign.Load()
-		if s.gone.Load() {
+	for i, s := range honest.Subs {
+		h.Foreign += s.Foreign.Load()
+		if s.Gone.Load() {
 			h.Disconnected++
-			why := s.ended
-			if s.lastError != "" {
-				why += " (ERROR: " + s.lastError + ")"
+			why := s.Ended
+			if s.LastError != "" {
+				why += " (ERROR: " + s.LastError + ")"
 			}
 			h.Disconnects = append(h.Disconnects, "subscriber "+strconv.Itoa(i)+": "+why)
 		}

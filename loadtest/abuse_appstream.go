@@ -131,7 +131,7 @@ func (a *appFillAttack) run(ctx context.Context, start, end time.Time) attackerR
 				}
 				paceUntil(ctx, from, end, float64(cfg.sendLimit), func(n int64) error {
 					for range n {
-						if s.sink.gone.Load() {
+						if s.sink.Gone.Load() {
 							return errors.New("closed by the server")
 						}
 						if err := a.atk.write(s, websocket.MessageText, frame, 1); err != nil {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -199,8 +201,8 @@ func (a *silentAttack) run(ctx context.Context, start, end time.Time) attackerRe
 type perIPAttack struct {
 	env      *attackEnv
 	atk      *attackers
-	observer *subscriber
-	cls      *class
+	observer *load.Subscriber
+	cls      *load.Class
 }
 
 // perIPBody is the size of the attack's message bodies: small, so the
@@ -214,7 +216,7 @@ const perIPTail = 2 * time.Second
 
 func (a *perIPAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
-	a.cls = &class{name: "per-ip"}
+	a.cls = &load.Class{Name: "per-ip"}
 	var err error
 	a.observer, err = a.env.run.subscribe(ctx, a.cls, "0", a.env.dest("per-ip"), false)
 	return err
@@ -248,7 +250,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 		defer mu.Unlock()
 		n := 0
 		for _, s := range sessions {
-			if !s.sink.gone.Load() {
+			if !s.sink.Gone.Load() {
 				n++
 			}
 		}
@@ -272,11 +274,11 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 			mu.Lock()
 			sessions = append(sessions, s)
 			mu.Unlock()
-			p := newPublisher(s.conn, a.cls, uint32(k), dest, perIPBody)
+			p := load.NewPublisher(s.conn, a.cls, uint32(k), dest, perIPBody)
 			pubs.Add(1)
 			go func() {
 				defer pubs.Done()
-				p.runPaced(actx, a.env.run.ck, time.Now(), end, cfg.perIPRate)
+				p.RunPaced(actx, a.env.run.ck, time.Now(), end, cfg.perIPRate)
 			}()
 		}
 	}()
@@ -291,7 +293,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 		}
 		h := held()
 		peak = max(peak, h)
-		samples = append(samples, heldSample{at: time.Now(), held: h, delivered: a.observer.delivered.Load()})
+		samples = append(samples, heldSample{at: time.Now(), held: h, delivered: a.observer.Delivered.Load()})
 	}
 	tick.Stop()
 	opener.Wait()
@@ -316,7 +318,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 		figSessionsHeld: float64(last.held), figSessionsPeak: float64(peak),
 		figDeliveredEnd: endRate, figDeliveredAvg: avg, figHandshakeTrials: float64(int64(rep.Sessions) + rep.Refused),
 	}
-	rep.FramesWritten += a.cls.sent.Load()
+	rep.FramesWritten += a.cls.Sent.Load()
 	rep.Summary = fmt.Sprintf("one IP held %d sessions at the end (peak %d), each trying %g SEND/s into one subscriber: %.1f msg/s delivered over the last %v (%.1f on average)",
 		last.held, peak, cfg.perIPRate, endRate, perIPTail, avg)
 	return rep

@@ -252,8 +252,8 @@ func (a *tokenChurnAttack) run(ctx context.Context, start, end time.Time) attack
 	took := time.Since(began)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	renewingClosed := a.renewing.sink.gone.Load()
-	alternatingOpen := !a.alternating.sink.gone.Load()
+	renewingClosed := a.renewing.sink.Gone.Load()
+	alternatingOpen := !a.alternating.sink.Gone.Load()
 	a.atk.closeAll()
 	wg.Wait()
 	rep.Figures = map[string]float64{figTokenFrames: float64(rep.FramesWritten), figFramesPerSec: perSecond(rep.FramesWritten, took),

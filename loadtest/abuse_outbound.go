@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -80,7 +82,7 @@ type slowReadersAttack struct {
 	env     *attackEnv
 	readers *attackers // on small buffers, paced
 	pubs    *attackers
-	cls     *class // counts what the readers got
+	cls     *load.Class // counts what the readers got
 	topics  []string
 }
 
@@ -88,7 +90,7 @@ func (a *slowReadersAttack) prepare(ctx context.Context) error {
 	cfg := a.env.cfg
 	a.readers, a.pubs = newAttackers(a.env), newAttackers(a.env)
 	a.readers.rcvbuf = cfg.slowReadBuffer
-	a.cls = &class{name: "slow-reader"}
+	a.cls = &load.Class{Name: "slow-reader"}
 	a.topics = make([]string, cfg.slowReaders)
 	for i := range a.topics {
 		a.topics[i] = a.env.dest("slow-readers." + strconv.Itoa(i))
@@ -116,11 +118,11 @@ func (a *slowReadersAttack) prepare(ctx context.Context) error {
 // startSlowSink starts reading s at rate bytes per second, counting its
 // MESSAGEs in a.cls, and noticing the server's close.
 func (a *slowReadersAttack) startSlowSink(s *attackSession, rate int64) {
-	s.sink = &subscriber{conn: s.conn, cls: a.cls, readBPS: rate}
+	s.sink = &load.Subscriber{Conn: s.conn, Class: a.cls, ReadBPS: rate}
 	a.readers.readers.Add(1)
 	go func() {
 		defer a.readers.readers.Done()
-		s.sink.run(a.env.run.ck, &a.readers.done)
+		s.sink.Run(a.env.run.ck, &a.readers.done)
 	}()
 }
 
@@ -166,7 +168,7 @@ func (a *slowReadersAttack) run(ctx context.Context, start, end time.Time) attac
 	a.pubs.closeAll()
 	rep.FramesWritten = pubRep.FramesWritten
 	rep.Notes = append(rep.Notes, pubRep.Notes...)
-	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open), figReaderMessages: float64(a.cls.delivered.Load())}
+	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open), figReaderMessages: float64(a.cls.Delivered.Load())}
 	rep.Summary = fmt.Sprintf("%d readers on %d-byte receive buffers reading %d B/s, %d publishers sending %d-byte messages at %d/s to the readers in turn (%d SENDs): %d readers still open after %.1fs",
 		rep.Sessions, cfg.slowReadBuffer, cfg.slowReadRate, len(pubs), cfg.slowMessage, cfg.sendLimit, rep.FramesWritten, rep.Open, end.Sub(start).Seconds())
 	if scraped {

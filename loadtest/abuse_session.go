@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
 	"github.com/coder/websocket"
@@ -36,36 +38,6 @@ const (
 	// maxNotes bounds the example errors a report keeps per attack.
 	maxNotes = 3
 )
-
-// endInvalidUTF8 is how a browser-like subscriber ends on a text message
-// that is not UTF-8.
-const endInvalidUTF8 = "failed the socket: a text message is not valid UTF-8"
-
-// describeEnd says how a connection ended: the close code and reason the
-// server sent, or that it was lost without a close frame.
-func describeEnd(err error) string {
-	var ce websocket.CloseError
-	if errors.As(err, &ce) {
-		return fmt.Sprintf("closed %d %s", int(ce.Code), ce.Reason)
-	}
-	return "connection lost without a close frame"
-}
-
-// readPacer holds a reader to bps bytes per second on average.
-type readPacer struct {
-	bps   int64
-	start time.Time
-	read  int64
-}
-
-// wait accounts n bytes read and sleeps until they are due.
-func (p *readPacer) wait(n int) {
-	p.read += int64(n)
-	due := p.start.Add(time.Duration(float64(p.read) / float64(p.bps) * float64(time.Second)))
-	if d := time.Until(due); d > 0 {
-		time.Sleep(d)
-	}
-}
 
 // attackEnv is what an attack gets from the run: the honest room, the
 // settings, and the helpers that open its sessions.
@@ -144,7 +116,7 @@ type attackers struct {
 // attackSession is one attacker session.
 type attackSession struct {
 	conn *client.Conn
-	sink *subscriber // nil for a session that never reads
+	sink *load.Subscriber // nil for a session that never reads
 	// writeFailed is set when a write failed before the attack ended.
 	writeFailed atomic.Bool
 }
@@ -200,11 +172,11 @@ func (a *attackers) adopt(c *client.Conn, reading bool) *attackSession {
 // only checked for ERROR frames and the close. It must be called at most
 // once, before the session is shared with another goroutine.
 func (a *attackers) startSink(s *attackSession) {
-	s.sink = &subscriber{conn: s.conn, cls: &class{name: "attacker"}}
+	s.sink = &load.Subscriber{Conn: s.conn, Class: &load.Class{Name: "attacker"}}
 	a.readers.Add(1)
 	go func() {
 		defer a.readers.Done()
-		s.sink.run(a.env.run.ck, &a.done)
+		s.sink.Run(a.env.run.ck, &a.done)
 	}()
 }
 
@@ -247,8 +219,8 @@ func (a *attackers) outcome(rep *attackerReport) {
 	_ = parallel(context.Background(), len(sessions), dialConcurrency, func(i int) error {
 		s := sessions[i]
 		switch {
-		case s.sink != nil && s.sink.gone.Load():
-			how[i], errs[i] = s.sink.ended, s.sink.lastError
+		case s.sink != nil && s.sink.Gone.Load():
+			how[i], errs[i] = s.sink.Ended, s.sink.LastError
 		case s.sink != nil:
 		default:
 			how[i], errs[i] = probe(s.conn, s.writeFailed.Load())
@@ -303,7 +275,7 @@ func probe(c *client.Conn, writeFailed bool) (how, errMsg string) {
 			if ctx.Err() != nil && !writeFailed {
 				return "", errMsg // nothing more came: open
 			}
-			return describeEnd(err), errMsg
+			return load.DescribeEnd(err), errMsg
 		}
 		n += len(msg)
 		// Only a message that starts with an ERROR frame is decoded: a
@@ -341,7 +313,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // until end, waking every pacePeriod(rate); it returns at end, when ctx
 // ends or when send fails.
 func paceUntil(ctx context.Context, start, end time.Time, rate float64, send func(n int64) error) {
-	period := pacePeriod(rate)
+	period := load.PacePeriod(rate)
 	var sent int64
 	if !sleepUntil(ctx, start) {
 		return
@@ -351,7 +323,7 @@ func paceUntil(ctx context.Context, start, end time.Time, rate float64, send fun
 		if now.After(end) {
 			now = end
 		}
-		if n := due(rate, now.Sub(start), sent); n > 0 {
+		if n := load.Due(rate, now.Sub(start), sent); n > 0 {
 			if send(n) != nil {
 				return
 			}

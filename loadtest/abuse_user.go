@@ -126,7 +126,7 @@ func (a *userForgeAttack) run(ctx context.Context, start, end time.Time) attacke
 		if !sleepUntil(ctx, start.Add(time.Duration(k)*userForgeInterval)) || !time.Now().Before(end) {
 			break
 		}
-		if s == nil || s.writeFailed.Load() || (s.sink != nil && s.sink.gone.Load()) {
+		if s == nil || s.writeFailed.Load() || (s.sink != nil && s.sink.Gone.Load()) {
 			if opened == userForgeSessions {
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/load"
 )
 
 // floodConfig are the settings of the flood scenario.
@@ -85,10 +87,10 @@ func (c *floodConfig) title() string {
 func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*runReport, error) {
 	r := newLoadRun(&cfg.common, stderr)
 	defer r.closeAll()
-	normal := &class{name: "normal", fanout: 1, publishers: cfg.normal}
-	abuser := &class{name: "abuser", fanout: 1, publishers: cfg.abusers}
+	normal := &load.Class{Name: "normal", Fanout: 1, Publishers: cfg.normal}
+	abuser := &load.Class{Name: "abuser", Fanout: 1, Publishers: cfg.abusers}
 	rooms := (cfg.normal + cfg.roomSize - 1) / cfg.roomSize
-	normal.subscribers, abuser.subscribers = rooms, cfg.abusers
+	normal.Subscribers, abuser.Subscribers = rooms, cfg.abusers
 	if cfg.normal > 0 {
 		r.classes = append(r.classes, normal)
 	}
@@ -99,29 +101,29 @@ func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*runReport,
 	abuseDest := func(i int) string { return cfg.topicPrefix + "abuse." + strconv.Itoa(i) }
 
 	// Observers first, so that nothing published is missed.
-	normal.subs = make([]*subscriber, rooms)
-	abuser.subs = make([]*subscriber, cfg.abusers)
+	normal.Subs = make([]*load.Subscriber, rooms)
+	abuser.Subs = make([]*load.Subscriber, cfg.abusers)
 	err := parallel(ctx, rooms+cfg.abusers, dialConcurrency, func(i int) error {
 		var err error
 		if i < rooms {
-			normal.subs[i], err = r.subscribe(ctx, normal, "0", roomDest(i), true)
+			normal.Subs[i], err = r.subscribe(ctx, normal, "0", roomDest(i), true)
 		} else {
-			abuser.subs[i-rooms], err = r.subscribe(ctx, abuser, "0", abuseDest(i-rooms), true)
+			abuser.Subs[i-rooms], err = r.subscribe(ctx, abuser, "0", abuseDest(i-rooms), true)
 		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	normal.pubs = make([]*publisher, cfg.normal)
-	abuser.pubs = make([]*publisher, cfg.abusers)
+	normal.Pubs = make([]*load.Publisher, cfg.normal)
+	abuser.Pubs = make([]*load.Publisher, cfg.abusers)
 	err = parallel(ctx, cfg.normal+cfg.abusers, dialConcurrency, func(i int) error {
 		var err error
 		if i < cfg.normal {
-			normal.pubs[i], err = r.publish(ctx, normal, uint32(i), roomDest(i/cfg.roomSize), stampLen)
+			normal.Pubs[i], err = r.publish(ctx, normal, uint32(i), roomDest(i/cfg.roomSize), load.StampLen)
 		} else {
 			j := i - cfg.normal
-			abuser.pubs[j], err = r.publish(ctx, abuser, uint32(i), abuseDest(j), stampLen)
+			abuser.Pubs[j], err = r.publish(ctx, abuser, uint32(i), abuseDest(j), load.StampLen)
 		}
 		return err
 	})
@@ -130,13 +132,13 @@ func flood(ctx context.Context, cfg *floodConfig, stderr io.Writer) (*runReport,
 	}
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		r.pace(ctx, normal.pubs, start, end, cfg.normalRate, wg)
-		r.pace(ctx, abuser.pubs, start, end, cfg.abuserRate, wg)
+		r.pace(ctx, normal.Pubs, start, end, cfg.normalRate, wg)
+		r.pace(ctx, abuser.Pubs, start, end, cfg.abuserRate, wg)
 	})
 	rep := &runReport{
 		Scenario: "flood",
 		Target:   cfg.url,
-		Started:  r.ck.base,
+		Started:  r.ck.Base,
 		Settings: map[string]any{
 			"normal": cfg.normal, "normal_rate": cfg.normalRate,
 			"abusers": cfg.abusers, "abuser_rate": cfg.abuserRate,

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
@@ -46,7 +48,7 @@ func (c *roomsConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.sessions, "sessions", defaultRoomsSessions, "sessions (players), each subscribed to its room and publishing to it")
 	fs.IntVar(&c.roomSize, "room-size", defaultPlayers, "players per room; the last room holds the remainder")
 	fs.Float64Var(&c.rate, "rate", defaultPlayerRate, "SEND frames per second of each player, one frame per WebSocket message")
-	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", stampLen))
+	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
 	fs.DurationVar(&c.heartBeat, "heart-beat", defaultRoomsHB, "heart-beat offered both ways in CONNECT, and how often each session sends an EOL (0: off)")
 	return fs
 }
@@ -73,7 +75,7 @@ func (c *roomsConfig) title() string {
 		hb = "heart-beats every " + c.heartBeat.String()
 	}
 	return fmt.Sprintf("rooms: %d sessions in rooms of %d, each sending %g SEND/s to its room, %d-byte bodies, %s, %v",
-		c.sessions, c.roomSize, c.rate, max(c.size, stampLen), hb, c.duration)
+		c.sessions, c.roomSize, c.rate, max(c.size, load.StampLen), hb, c.duration)
 }
 
 // runRooms is the rooms scenario: the shape of a game or chat backend.
@@ -144,15 +146,15 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 	rest := cfg.sessions % cfg.roomSize
 	rr.Rooms = full
 	if full > 0 {
-		r.classes = append(r.classes, &class{name: "rooms", fanout: int64(cfg.roomSize), publishers: full * cfg.roomSize, subscribers: full * cfg.roomSize})
+		r.classes = append(r.classes, &load.Class{Name: "rooms", Fanout: int64(cfg.roomSize), Publishers: full * cfg.roomSize, Subscribers: full * cfg.roomSize})
 	}
 	if rest > 0 {
 		rr.Rooms++
-		r.classes = append(r.classes, &class{name: "last room", fanout: int64(rest), publishers: rest, subscribers: rest})
+		r.classes = append(r.classes, &load.Class{Name: "last room", Fanout: int64(rest), Publishers: rest, Subscribers: rest})
 	}
 	for _, c := range r.classes {
-		c.subs = make([]*subscriber, c.subscribers)
-		c.pubs = make([]*publisher, c.publishers)
+		c.Subs = make([]*load.Subscriber, c.Subscribers)
+		c.Pubs = make([]*load.Publisher, c.Publishers)
 	}
 	rr.OfferedPerSec = report.Round3(float64(full*cfg.roomSize*cfg.roomSize+rest*rest) * cfg.rate)
 
@@ -182,7 +184,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}
-		cls.subs[k], cls.pubs[k] = s, p
+		cls.Subs[k], cls.Pubs[k] = s, p
 		joined.Add(1)
 		return nil
 	})
@@ -199,17 +201,17 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		for _, c := range r.classes {
-			r.pace(ctx, c.pubs, start, end, cfg.rate, wg)
+			r.pace(ctx, c.Pubs, start, end, cfg.rate, wg)
 		}
 	})
 	rep := &runReport{
 		Scenario: "rooms",
 		Target:   cfg.url,
-		Started:  r.ck.base,
+		Started:  r.ck.Base,
 		Rooms:    rr,
 		Settings: map[string]any{
 			"sessions": cfg.sessions, "room_size": cfg.roomSize, "rate": cfg.rate,
-			"size": max(cfg.size, stampLen), "heart_beat": cfg.heartBeat.String(),
+			"size": max(cfg.size, load.StampLen), "heart_beat": cfg.heartBeat.String(),
 			"duration": cfg.duration.String(), "frames_per_message": 1,
 		},
 	}
@@ -232,7 +234,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 }
 
 // sum adds up the classes of a rooms run and merges their latency.
-func (rr *roomsReport) sum(res loadResult, classes []*class) {
+func (rr *roomsReport) sum(res loadResult, classes []*load.Class) {
 	for _, c := range res.classes {
 		rr.Sent += c.Sent
 		rr.Expected += c.Expected
@@ -245,14 +247,14 @@ func (rr *roomsReport) sum(res loadResult, classes []*class) {
 	rr.DeliveryRatio = report.Round3(report.Ratio(rr.Delivered, rr.Expected))
 	var h *hdrhistogram.Histogram
 	for _, c := range classes {
-		for _, s := range c.subs {
-			if s == nil || s.hist == nil {
+		for _, s := range c.Subs {
+			if s == nil || s.Hist == nil {
 				continue
 			}
 			if h == nil {
 				h = report.NewHistogram()
 			}
-			h.Merge(s.hist)
+			h.Merge(s.Hist)
 		}
 	}
 	rr.Latency = report.Summarize(h)

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -113,12 +115,12 @@ func TestFramesPerMessage(t *testing.T) {
 				t.Fatal(err)
 			}
 			conn := &client.Conn{WS: ws, Version: stompframe.V12}
-			p := newPublisher(conn, &class{name: "t"}, 0, "/topic/x", 100)
-			p.perMessage = tt.perMessage
+			p := load.NewPublisher(conn, &load.Class{Name: "t"}, 0, "/topic/x", 100)
+			p.PerMessage = tt.perMessage
 			// 2,000/s on 10 ms ticks: 20 frames due at each tick.
 			start := time.Now()
-			p.runPaced(context.Background(), clock{base: start}, start, start.Add(200*time.Millisecond), 2000)
-			sent := p.sent
+			p.RunPaced(context.Background(), load.Clock{Base: start}, start, start.Add(200*time.Millisecond), 2000)
+			sent := p.Sent
 			ws.Close(websocket.StatusNormalClosure, "")
 			waitFor(t, 10*time.Second, func() bool {
 				fc.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
@@ -39,9 +41,9 @@ type loadRun struct {
 	cfg     *common
 	stderr  io.Writer
 	dialer  *client.Dialer
-	ck      clock
-	classes []*class
-	win     *window // unpaced publishers only
+	ck      load.Clock
+	classes []*load.Class
+	win     *load.Window // unpaced publishers only
 
 	sources atomic.Int64 // source addresses handed out
 	spread  bool         // hand out source addresses at all
@@ -50,7 +52,7 @@ type loadRun struct {
 	readers sync.WaitGroup
 	// subSetup, when set, adjusts each subscriber before its reader
 	// starts (the abuse scenario's browser-like, slow-link readers).
-	subSetup func(*subscriber)
+	subSetup func(*load.Subscriber)
 	// perMessage, when positive, is how many SEND frames a publisher
 	// packs into one WebSocket message at most (1: one frame per
 	// message, as a browser's STOMP client sends); 0 packs up to
@@ -68,7 +70,7 @@ type loadRun struct {
 }
 
 func newLoadRun(cfg *common, stderr io.Writer) *loadRun {
-	return &loadRun{cfg: cfg, stderr: stderr, dialer: newDialer(cfg), ck: clock{base: time.Now()},
+	return &loadRun{cfg: cfg, stderr: stderr, dialer: newDialer(cfg), ck: load.Clock{Base: time.Now()},
 		spread: cfg.spread && loopbackTarget(cfg.url)}
 }
 
@@ -176,18 +178,18 @@ func parallel(ctx context.Context, n, limit int, fn func(i int) error) error {
 
 // subscribe opens a session for a subscriber of cls on dest and starts its
 // reader.
-func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, latency bool) (*subscriber, error) {
+func (r *loadRun) subscribe(ctx context.Context, cls *load.Class, id, dest string, latency bool) (*load.Subscriber, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s subscriber: %w", cls.name, err)
+		return nil, fmt.Errorf("%s subscriber: %w", cls.Name, err)
 	}
 	r.track(c)
 	if err := c.Subscribe(ctx, id, dest); err != nil {
-		return nil, fmt.Errorf("%s subscriber: %w", cls.name, err)
+		return nil, fmt.Errorf("%s subscriber: %w", cls.Name, err)
 	}
-	s := &subscriber{conn: c, cls: cls, win: r.win}
+	s := &load.Subscriber{Conn: c, Class: cls, Win: r.win}
 	if latency {
-		s.hist = report.NewHistogram()
+		s.Hist = report.NewHistogram()
 	}
 	if r.subSetup != nil {
 		r.subSetup(s)
@@ -195,7 +197,7 @@ func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, la
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		s.run(r.ck, &r.done)
+		s.Run(r.ck, &r.done)
 	}()
 	return s, nil
 }
@@ -203,51 +205,51 @@ func (r *loadRun) subscribe(ctx context.Context, cls *class, id, dest string, la
 // publish opens a session for a publisher of cls to dest. Its reader
 // discards what the server sends (receipts, heart-beats, ERROR frames,
 // which count as errors) so that control frames are answered.
-func (r *loadRun) publish(ctx context.Context, cls *class, idx uint32, dest string, size int) (*publisher, error) {
+func (r *loadRun) publish(ctx context.Context, cls *load.Class, idx uint32, dest string, size int) (*load.Publisher, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%s publisher: %w", cls.name, err)
+		return nil, fmt.Errorf("%s publisher: %w", cls.Name, err)
 	}
 	r.track(c)
 	// A discarding subscriber: a publisher subscribes to nothing, so
 	// anything it reads that is not a MESSAGE is only checked for ERROR.
-	sink := &subscriber{conn: c, cls: &class{name: cls.name}}
+	sink := &load.Subscriber{Conn: c, Class: &load.Class{Name: cls.Name}}
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		sink.run(r.ck, &r.done)
-		cls.errors.Add(sink.cls.errors.Load())
+		sink.Run(r.ck, &r.done)
+		cls.Errors.Add(sink.Class.Errors.Load())
 	}()
 	return r.newPublisher(c, cls, idx, dest, size), nil
 }
 
 // newPublisher is newPublisher with the run's frames per message.
-func (r *loadRun) newPublisher(c *client.Conn, cls *class, idx uint32, dest string, size int) *publisher {
-	p := newPublisher(c, cls, idx, dest, size)
-	p.perMessage = r.perMessage
+func (r *loadRun) newPublisher(c *client.Conn, cls *load.Class, idx uint32, dest string, size int) *load.Publisher {
+	p := load.NewPublisher(c, cls, idx, dest, size)
+	p.PerMessage = r.perMessage
 	return p
 }
 
 // join opens one session that subscribes to dest and publishes to it, a
 // player in a room: it receives what every member sends, its own
 // messages included. The subscriber records latency when latency is set.
-func (r *loadRun) join(ctx context.Context, cls *class, idx uint32, dest string, size int, latency bool) (*subscriber, *publisher, error) {
+func (r *loadRun) join(ctx context.Context, cls *load.Class, idx uint32, dest string, size int, latency bool) (*load.Subscriber, *load.Publisher, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
+		return nil, nil, fmt.Errorf("%s member: %w", cls.Name, err)
 	}
 	r.track(c)
 	if err := c.Subscribe(ctx, "0", dest); err != nil {
-		return nil, nil, fmt.Errorf("%s member: %w", cls.name, err)
+		return nil, nil, fmt.Errorf("%s member: %w", cls.Name, err)
 	}
-	s := &subscriber{conn: c, cls: cls}
+	s := &load.Subscriber{Conn: c, Class: cls}
 	if latency {
-		s.hist = report.NewHistogram()
+		s.Hist = report.NewHistogram()
 	}
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		s.run(r.ck, &r.done)
+		s.Run(r.ck, &r.done)
 	}()
 	return s, r.newPublisher(c, cls, idx, dest, size), nil
 }
@@ -266,12 +268,12 @@ type loadResult struct {
 // pace starts one goroutine per publisher of pubs, each sending at rate
 // per second from start until end (publisher.runPaced), counted in wg:
 // the launch of execute for every paced scenario.
-func (r *loadRun) pace(ctx context.Context, pubs []*publisher, start, end time.Time, rate float64, wg *sync.WaitGroup) {
+func (r *loadRun) pace(ctx context.Context, pubs []*load.Publisher, start, end time.Time, rate float64, wg *sync.WaitGroup) {
 	for _, p := range pubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.runPaced(ctx, r.ck, start, end, rate)
+			p.RunPaced(ctx, r.ck, start, end, rate)
 		}()
 	}
 }
@@ -287,11 +289,11 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	var losses []*report.LossSeries
 	for _, c := range r.classes {
 		all = append(all,
-			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("delivered/s", c.name), Group: c.name}, Read: c.delivered.Load},
-			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("sent/s", c.name), Group: c.name, Style: report.StyleDashed}, Read: c.sent.Load},
+			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("delivered/s", c.Name), Group: c.Name}, Read: c.Delivered.Load},
+			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("sent/s", c.Name), Group: c.Name, Style: report.StyleDashed}, Read: c.Sent.Load},
 		)
-		losses = append(losses, &report.LossSeries{Series: &report.Series{Name: report.SeriesLabel("undelivered/s", c.name), Group: c.name, Style: report.StyleDotted},
-			Read: func() (int64, int64) { return c.sent.Load() * c.fanout, c.delivered.Load() }})
+		losses = append(losses, &report.LossSeries{Series: &report.Series{Name: report.SeriesLabel("undelivered/s", c.Name), Group: c.Name, Style: report.StyleDotted},
+			Read: func() (int64, int64) { return c.Sent.Load() * c.Fanout, c.Delivered.Load() }})
 	}
 
 	start := time.Now().Add(startDelay)
@@ -303,11 +305,11 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 
 	totals := func() (sent, delivered, expected, errs int64) {
 		for _, c := range r.classes {
-			s := c.sent.Load()
+			s := c.Sent.Load()
 			sent += s
-			expected += s * c.fanout
-			delivered += c.delivered.Load()
-			errs += c.errors.Load()
+			expected += s * c.Fanout
+			delivered += c.Delivered.Load()
+			errs += c.Errors.Load()
 		}
 		return
 	}
@@ -326,7 +328,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		smp.Series = append(smp.Series, l)
 	}
 	if r.win != nil {
-		smp.Each = r.win.tick
+		smp.Each = r.win.Tick
 	}
 
 	// Sample once a second over the load period.
@@ -337,7 +339,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	}
 	deliveredInLoad := make([]int64, len(r.classes))
 	for i, c := range r.classes {
-		deliveredInLoad[i] = c.delivered.Load()
+		deliveredInLoad[i] = c.Delivered.Load()
 	}
 	// Paced publishers end by themselves at the end of the load period,
 	// after sending what is due; an interrupt stops them at once.
@@ -345,7 +347,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		cancelPubs()
 	}
 	if r.win != nil {
-		r.win.close()
+		r.win.Close()
 	}
 	pubs.Wait()
 
@@ -368,7 +370,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	}
 	var msgs int64
 	for i, c := range r.classes {
-		cr := c.report(res.loadSeconds, deliveredInLoad[i])
+		cr := c.Report(res.loadSeconds, deliveredInLoad[i])
 		res.classes = append(res.classes, cr)
 		msgs += cr.Sent + cr.Delivered
 	}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/load"
 )
 
 // throughputConfig are the settings of the throughput scenario.
@@ -40,7 +42,7 @@ func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	c.register(fs, 10*time.Second)
 	fs.IntVar(&c.publishers, "publishers", 1, "publishing sessions, all to one topic")
 	fs.IntVar(&c.subscribers, "subscribers", 1, "subscribing sessions, all on that topic")
-	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", stampLen))
+	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
 	fs.Float64Var(&c.rate, "rate", 0, "SEND frames per second per publisher (0: as fast as the in-flight window allows)")
 	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait (all publishers together)")
 	fs.IntVar(&c.perMessage, "frames-per-message", 0, "SEND frames per WebSocket message at most (1: one frame per message, as a browser sends; 0: as many as fit in 32 KiB)")
@@ -101,61 +103,61 @@ func (c *throughputConfig) title() string {
 		shape += fmt.Sprintf(", in bursts of %v every %v", c.burstFor, c.burstEvery)
 	}
 	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies%s, %v",
-		c.publishers, rate, c.subscribers, max(c.size, stampLen), shape, c.duration)
+		c.publishers, rate, c.subscribers, max(c.size, load.StampLen), shape, c.duration)
 }
 
 func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*runReport, error) {
 	r := newLoadRun(&cfg.common, stderr)
 	defer r.closeAll()
-	cls := &class{name: "throughput", fanout: int64(cfg.subscribers), publishers: cfg.publishers, subscribers: cfg.subscribers}
-	r.classes = []*class{cls}
+	cls := &load.Class{Name: "throughput", Fanout: int64(cfg.subscribers), Publishers: cfg.publishers, Subscribers: cfg.subscribers}
+	r.classes = []*load.Class{cls}
 	r.perMessage = int64(cfg.perMessage)
 	if cfg.rate == 0 {
-		r.win = newWindow(int64(cfg.window), cls.fanout)
+		r.win = load.NewWindow(int64(cfg.window), cls.Fanout)
 	}
 	dest := cfg.topicPrefix + "throughput"
-	cls.subs = make([]*subscriber, cfg.subscribers)
+	cls.Subs = make([]*load.Subscriber, cfg.subscribers)
 	err := parallel(ctx, cfg.subscribers, dialConcurrency, func(i int) error {
 		var err error
-		cls.subs[i], err = r.subscribe(ctx, cls, strconv.Itoa(i), dest, true)
+		cls.Subs[i], err = r.subscribe(ctx, cls, strconv.Itoa(i), dest, true)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	cls.pubs = make([]*publisher, cfg.publishers)
+	cls.Pubs = make([]*load.Publisher, cfg.publishers)
 	err = parallel(ctx, cfg.publishers, dialConcurrency, func(i int) error {
 		var err error
-		cls.pubs[i], err = r.publish(ctx, cls, uint32(i), dest, cfg.size)
+		cls.Pubs[i], err = r.publish(ctx, cls, uint32(i), dest, cfg.size)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		for _, p := range cls.pubs {
+		for _, p := range cls.Pubs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if cfg.rate > 0 {
 					if cfg.burstEvery > 0 {
-						p.bursts = bursts{every: cfg.burstEvery, on: cfg.burstFor}
+						p.Bursts = load.Bursts{Every: cfg.burstEvery, On: cfg.burstFor}
 					}
-					p.runPaced(ctx, r.ck, start, end, cfg.rate)
+					p.RunPaced(ctx, r.ck, start, end, cfg.rate)
 					return
 				}
 				time.Sleep(time.Until(start))
-				p.runUnpaced(ctx, r.ck, end, r.win)
+				p.RunUnpaced(ctx, r.ck, end, r.win)
 			}()
 		}
 	})
 	rep := &runReport{
 		Scenario: "throughput",
 		Target:   cfg.url,
-		Started:  r.ck.base,
+		Started:  r.ck.Base,
 		Settings: map[string]any{
 			"publishers": cfg.publishers, "subscribers": cfg.subscribers,
-			"size": max(cfg.size, stampLen), "rate": cfg.rate, "window": cfg.window,
+			"size": max(cfg.size, load.StampLen), "rate": cfg.rate, "window": cfg.window,
 			"frames_per_message": cfg.perMessage,
 			"burst_every":        cfg.burstEvery.String(), "burst_for": cfg.burstFor.String(),
 			"duration": cfg.duration.String(),

@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ const batchFrames = 32
 // frames.
 func BenchmarkBuildBatch(b *testing.B) {
 	b.Run("loadtest", func(b *testing.B) {
-		p := newPublisher(&client.Conn{Version: stompframe.V12}, &class{}, 7, "/topic/loadtest.throughput", 100)
+		p := NewPublisher(&client.Conn{Version: stompframe.V12}, &Class{}, 7, "/topic/loadtest.throughput", 100)
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			buf := p.conn.WriteBuf[:0]

@@ -1,4 +1,4 @@
-package main
+package load
 
 // A published body starts with a stamp: 'T', the send time as 16 hex
 // digits of nanoseconds since the run's clock base, and the publisher's
@@ -6,7 +6,7 @@ package main
 // width keeps encoding and decoding free of allocation; the clock base is
 // a monotonic time.Time of this process, so a wall-clock step cannot skew
 // latencies.
-const stampLen = 1 + 16 + 8
+const StampLen = 1 + 16 + 8
 
 const hexDigits = "0123456789abcdef"
 
@@ -25,7 +25,7 @@ func appendStamp(dst []byte, ns int64, pub uint32) []byte {
 // parseStamp reads the stamp at the start of body; ok is false when body
 // does not start with one (a message from someone else).
 func parseStamp(body []byte) (ns int64, pub uint32, ok bool) {
-	if len(body) < stampLen || body[0] != 'T' {
+	if len(body) < StampLen || body[0] != 'T' {
 		return 0, 0, false
 	}
 	var t uint64
@@ -36,7 +36,7 @@ func parseStamp(body []byte) (ns int64, pub uint32, ok bool) {
 		}
 		t = t<<4 | uint64(v)
 	}
-	for _, c := range body[17:stampLen] {
+	for _, c := range body[17:StampLen] {
 		v, ok := unhex(c)
 		if !ok {
 			return 0, 0, false

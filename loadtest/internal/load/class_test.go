@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"testing"
@@ -7,18 +7,18 @@ import (
 )
 
 func TestClassReport(t *testing.T) {
-	c := &class{name: "c", fanout: 3, publishers: 2, subscribers: 3}
-	c.sent.Store(100)
-	c.delivered.Store(270)
-	c.errors.Store(1)
-	c.pubs = []*publisher{{sent: 40}, {sent: 60}}
+	c := &Class{Name: "c", Fanout: 3, Publishers: 2, Subscribers: 3}
+	c.Sent.Store(100)
+	c.Delivered.Store(270)
+	c.Errors.Store(1)
+	c.Pubs = []*Publisher{{Sent: 40}, {Sent: 60}}
 	for _, n := range []int64{100, 90, 80} {
-		s := &subscriber{hist: report.NewHistogram()}
-		s.delivered.Store(n)
-		report.RecordMicros(s.hist, n*1000)
-		c.subs = append(c.subs, s)
+		s := &Subscriber{Hist: report.NewHistogram()}
+		s.Delivered.Store(n)
+		report.RecordMicros(s.Hist, n*1000)
+		c.Subs = append(c.Subs, s)
 	}
-	r := c.report(2, 240)
+	r := c.Report(2, 240)
 	checks := []struct {
 		what      string
 		got, want float64
