@@ -67,6 +67,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/stompgate/stompgate/loadtest/internal/attack"
 	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 )
 
@@ -96,7 +97,7 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"throughput":      scenario.RunThroughput,
 	"handshake-storm": scenario.RunStorm,
 	"idle":            scenario.RunIdle,
-	"abuse":           scenario.RunAbuse,
+	"abuse":           attack.RunAbuse,
 	"rooms":           scenario.RunRooms,
 	"compare":         scenario.RunCompare,
 }

@@ -19,7 +19,7 @@ import (
 //
 //	loadtest compare -names stompgate,RabbitMQ -chart rooms.svg a1.json b1.json a5.json b5.json
 func RunCompare(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("compare", stderr)
+	fs := NewFlagSet("compare", stderr)
 	names := fs.String("names", "baseline,other", "the two servers' names, baseline first")
 	chart := fs.String("chart", "", "write an SVG bar chart of the ratios to this file")
 	jsonOut := fs.Bool("json", false, "print the rows as JSON instead of Markdown")
@@ -66,7 +66,7 @@ func readRooms(path string) (*roomsReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rep runReport
+	var rep Report
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -138,7 +138,7 @@ func writeComparison(w io.Writer, base, other string, rows []comparison) {
 			}
 			fmt.Fprintf(w, "| %d | %s | %.0f (%.0f) | %.3f | %s | %s | %s | %.2f | %.0f (%.1f) |\n",
 				r.Sessions, s.name, r.DeliveredPerSec, r.OfferedPerSec, r.DeliveryRatio, p50, p99,
-				report.FormatValue(r.ServerCPUPerDeliveredMicros), r.ServerCPUCores, mib(r.RSSEnd), r.RSSPerSessionKiB)
+				report.FormatValue(r.ServerCPUPerDeliveredMicros), r.ServerCPUCores, MiB(r.RSSEnd), r.RSSPerSessionKiB)
 		}
 		fmt.Fprintf(w, "| %d | **%s ÷ %s** | %s | | %s | %s | **%s** | | %s |\n",
 			c.Sessions, other, base, ratio(c.Delivered), ratio(c.P50), ratio(c.P99), ratio(c.CPU), ratio(c.RSS))

@@ -92,7 +92,7 @@ func startGoStomp(t *testing.T) string {
 func TestFloodAgainstGoStomp(t *testing.T) {
 	url := startGoStomp(t)
 	cfg := floodConfig{
-		common: testCommon(url, 2*time.Second),
+		Common: testCommon(url, 2*time.Second),
 		normal: 8, normalRate: 3,
 		abusers: 2, abuserRate: 100,
 		roomSize: 4,
@@ -127,10 +127,10 @@ func TestThroughputAgainstGoStomp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := throughputConfig{
-				common:     testCommon(url, 2*time.Second),
+				Common:     testCommon(url, 2*time.Second),
 				publishers: 3, subscribers: 2, size: 100, rate: tt.rate, window: 64,
 			}
-			cfg.topicPrefix = "/topic/" + tt.name + "."
+			cfg.TopicPrefix = "/topic/" + tt.name + "."
 			rep, err := throughput(t.Context(), &cfg, nil)
 			if err != nil {
 				t.Fatal(err)

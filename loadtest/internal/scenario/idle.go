@@ -21,7 +21,7 @@ import (
 
 // idleConfig are the settings of the idle scenario.
 type idleConfig struct {
-	common
+	Common
 	sessions      int
 	sessionsPerIP int
 	concurrency   int
@@ -44,9 +44,9 @@ const (
 	heartBeatSlots = 100
 )
 
-func (c *idleConfig) flagSet(stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("idle", stderr)
-	c.register(fs, 30*time.Second)
+func (c *idleConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := NewFlagSet("idle", stderr)
+	c.Register(fs, 30*time.Second)
 	fs.IntVar(&c.sessions, "sessions", defaultIdleSessions, "sessions to open and hold")
 	fs.IntVar(&c.sessionsPerIP, "sessions-per-ip", 1, "sessions per loopback source address (127.1.x.y); above 6 the default handshake policy refuses some")
 	fs.IntVar(&c.concurrency, "concurrency", defaultIdleConcurrency, "dials in flight at once")
@@ -54,7 +54,7 @@ func (c *idleConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func (c *idleConfig) validate() error {
+func (c *idleConfig) Validate() error {
 	switch {
 	case c.sessions <= 0 || c.sessions > maxSessions:
 		return fmt.Errorf("-sessions %d: must be in [1, %d]", c.sessions, maxSessions)
@@ -95,13 +95,13 @@ type idleReport struct {
 // nothing, and what each costs the server in RSS.
 func RunIdle(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg idleConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
+	return RunScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*Report, error) {
 		return idle(ctx, &cfg, stderr), nil
 	})
 }
 
-func (c *idleConfig) title() string {
-	return fmt.Sprintf("idle: %d sessions with heart-beats every %v, held %v", c.sessions, idleHeartBeat, c.duration)
+func (c *idleConfig) Title() string {
+	return fmt.Sprintf("idle: %d sessions with heart-beats every %v, held %v", c.sessions, idleHeartBeat, c.Duration)
 }
 
 // idleSession is one held session.
@@ -110,14 +110,14 @@ type idleSession struct {
 	gone atomic.Bool
 }
 
-func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
+func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *Report {
 	start := time.Now()
-	end := start.Add(cfg.duration)
+	end := start.Add(cfg.Duration)
 	ctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	cpu0 := procstat.SelfCPU()
 	ir := &idleReport{Requested: cfg.sessions}
-	rss := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
+	rss := scrape.Usage{PID: cfg.PID, URL: cfg.MetricsEndpoint()}
 	var errs []string
 	noteErr := func(what string, err error) {
 		if len(errs) < 5 {
@@ -130,8 +130,8 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
 		noteErr("RSS before", err)
 	}
 
-	d := newDialer(&cfg.common)
-	spread := cfg.spread && loopbackTarget(cfg.url)
+	d := NewDialer(&cfg.Common)
+	spread := cfg.Spread && LoopbackTarget(cfg.URL)
 	var (
 		mu       sync.Mutex
 		sessions []*idleSession // guarded by mu
@@ -166,7 +166,7 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
 		return int64(len(sessions))
 	}
 	smp := &report.Sampler{
-		Prog:   report.NewProgress(stderr, start, cfg.noProgress),
+		Prog:   report.NewProgress(stderr, start, cfg.NoProgress),
 		Series: []report.Sampled{&report.GaugeSeries{Series: opened, Read: func() float64 { return float64(count() - closed.Load()) }}},
 		Fields: func() []report.ProgressField {
 			return []report.ProgressField{{Name: "opened", Value: count()}, {Name: "closed by server", Value: closed.Load()}, {Name: "failed", Value: failed.Load()}}
@@ -180,10 +180,10 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
 		smp.Loop(ctx, start, time.Time{}, stopTicker)
 	}()
 
-	_ = parallel(ctx, cfg.sessions, cfg.concurrency, func(i int) error {
+	_ = Parallel(ctx, cfg.sessions, cfg.concurrency, func(i int) error {
 		var hc *http.Client
 		if spread {
-			hc = client.HTTPClientFrom(sourceAddr(blockIdle, i/cfg.sessionsPerIP))
+			hc = client.HTTPClientFrom(SourceAddr(blockIdle, i/cfg.sessionsPerIP))
 			defer hc.CloseIdleConnections()
 		}
 		c, err := d.Dial(ctx, hc, "10000,10000")
@@ -257,20 +257,20 @@ func idle(ctx context.Context, cfg *idleConfig, stderr io.Writer) *runReport {
 	ir.ClosedByServer = closed.Load()
 	ir.Errors = errs
 
-	rep := &runReport{
+	rep := &Report{
 		Scenario:       "idle",
-		Target:         cfg.url,
+		Target:         cfg.URL,
 		Started:        start,
 		LoadSeconds:    report.Round3(time.Since(start).Seconds()),
 		ElapsedSeconds: report.Round3(time.Since(start).Seconds()),
 		Interrupted:    interrupted,
 		Idle:           ir,
-		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
+		Tool:           ToolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Series:         []report.Series{*opened},
 		Settings: map[string]any{
 			"sessions": cfg.sessions, "sessions_per_ip": cfg.sessionsPerIP,
 			"concurrency": cfg.concurrency, "settle": cfg.settle.String(),
-			"duration": cfg.duration.String(), "heart_beat": "10000,10000",
+			"duration": cfg.Duration.String(), "heart_beat": "10000,10000",
 		},
 	}
 	if ir.RSSSource == "" {
@@ -301,7 +301,7 @@ func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slo
 	}
 }
 
-func (r *idleReport) writeText(w io.Writer) {
+func (r *idleReport) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "sessions: %d requested, %d opened, %d failed, %d closed by the server while held; setup %.1fs\n",
 		r.Requested, r.Opened, r.Failed, r.ClosedByServer, r.SetupSeconds)
 	if r.RSSSource != "" {
@@ -310,7 +310,7 @@ func (r *idleReport) writeText(w io.Writer) {
 			src = scrape.MetricRSS
 		}
 		fmt.Fprintf(w, "server RSS (%s): before %.1f MiB, after %.1f MiB, at the end %.1f MiB\n",
-			src, mib(r.RSSBefore), mib(r.RSSAfter), mib(r.RSSEnd))
+			src, MiB(r.RSSBefore), MiB(r.RSSAfter), MiB(r.RSSEnd))
 		fmt.Fprintf(w, "RSS per session: %.2f KiB ((after − before) / opened)\n", r.PerSessionKiB)
 	}
 	for _, e := range r.Errors {
@@ -319,4 +319,5 @@ func (r *idleReport) writeText(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
+// MiB is b bytes in mebibytes.
+func MiB(b int64) float64 { return float64(b) / (1 << 20) }

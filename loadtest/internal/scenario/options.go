@@ -15,52 +15,54 @@ import (
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
-// common are the settings every scenario shares.
-type common struct {
-	url         string
+// Common are the settings every scenario shares.
+type Common struct {
+	URL         string // -url: the STOMP WebSocket endpoint
 	host        string
 	login       string
 	passcode    string
-	topicPrefix string
-	metricsURL  string
-	pid         int
-	duration    time.Duration
+	TopicPrefix string        // -topic-prefix: of every destination used
+	MetricsURL  string        // -metrics-url: "" derives it, "off" skips
+	PID         int           // -pid: the server process, 0 for none
+	Duration    time.Duration // -duration: how long the load runs
 	jsonOut     bool
 	chart       string
 	cpuProfile  string
-	// spread gives each session its own loopback source address (when
+	// Spread gives each session its own loopback source address (when
 	// the target is on loopback), so that the server's per-IP handshake
 	// limiter sees one handshake per address.
-	spread bool
-	// noProgress silences the progress line (tests).
-	noProgress bool
+	Spread bool
+	// NoProgress silences the progress line (tests).
+	NoProgress bool
 }
 
-// shared returns c; the scenarios' settings embed it.
-func (c *common) shared() *common { return c }
+// Shared returns c; the scenarios' settings embed it.
+func (c *Common) Shared() *Common { return c }
 
 // defaultURL is the target when -url is not given: a wsserver on
 // loopback, never anything else.
 const defaultURL = "ws://127.0.0.1:8080/ws"
 
-func (c *common) register(fs *flag.FlagSet, defDuration time.Duration) {
-	fs.StringVar(&c.url, "url", defaultURL, "STOMP WebSocket endpoint (ws:// or wss://)")
+// Register binds the shared flags to c, with defDuration as -duration's
+// default.
+func (c *Common) Register(fs *flag.FlagSet, defDuration time.Duration) {
+	fs.StringVar(&c.URL, "url", defaultURL, "STOMP WebSocket endpoint (ws:// or wss://)")
 	fs.StringVar(&c.host, "host", "", "CONNECT host header (empty: the host of -url); RabbitMQ reads it as the virtual host, e.g. -host /")
 	fs.StringVar(&c.login, "login", "", "CONNECT login header (empty: none)")
 	fs.StringVar(&c.passcode, "passcode", "", "CONNECT passcode header (empty: none); wsserver reads a JWT here")
-	fs.StringVar(&c.topicPrefix, "topic-prefix", "/topic/loadtest.", "prefix of every destination used")
-	fs.StringVar(&c.metricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http://<host of -url>:9090/metrics, wsserver's admin listener; \"off\" skips scraping)")
-	fs.IntVar(&c.pid, "pid", 0, "server process id on this machine, for its CPU time and RSS from /proc (0: not measured)")
-	fs.DurationVar(&c.duration, "duration", defDuration, "how long the load runs")
+	fs.StringVar(&c.TopicPrefix, "topic-prefix", "/topic/loadtest.", "prefix of every destination used")
+	fs.StringVar(&c.MetricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http://<host of -url>:9090/metrics, wsserver's admin listener; \"off\" skips scraping)")
+	fs.IntVar(&c.PID, "pid", 0, "server process id on this machine, for its CPU time and RSS from /proc (0: not measured)")
+	fs.DurationVar(&c.Duration, "duration", defDuration, "how long the load runs")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&c.chart, "chart", "", "write an SVG chart of the per-second series to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (go tool pprof)")
-	fs.BoolVar(&c.spread, "spread-sources", true, "toward a loopback target, open each session from its own source address in 127.0.0.0/8, so the per-IP handshake limiter does not refuse the sessions")
+	fs.BoolVar(&c.Spread, "spread-sources", true, "toward a loopback target, open each session from its own source address in 127.0.0.0/8, so the per-IP handshake limiter does not refuse the sessions")
 }
 
-// newFlagSet returns a flag set for a scenario whose errors and usage go
+// NewFlagSet returns a flag set for a scenario whose errors and usage go
 // to stderr.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+func NewFlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("loadtest "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	return fs
@@ -77,25 +79,25 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// validate checks the shared settings.
-func (c *common) validate() error {
-	u, err := url.Parse(c.url)
+// Validate checks the shared settings.
+func (c *Common) Validate() error {
+	u, err := url.Parse(c.URL)
 	if err != nil {
-		return fmt.Errorf("-url %q: %w", c.url, err)
+		return fmt.Errorf("-url %q: %w", c.URL, err)
 	}
 	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return fmt.Errorf("-url %q: scheme must be ws or wss", c.url)
+		return fmt.Errorf("-url %q: scheme must be ws or wss", c.URL)
 	}
-	if c.duration <= 0 {
-		return fmt.Errorf("-duration %v: must be positive", c.duration)
+	if c.Duration <= 0 {
+		return fmt.Errorf("-duration %v: must be positive", c.Duration)
 	}
-	if c.duration > maxDuration {
-		return fmt.Errorf("-duration %v: above the maximum %v", c.duration, maxDuration)
+	if c.Duration > maxDuration {
+		return fmt.Errorf("-duration %v: above the maximum %v", c.Duration, maxDuration)
 	}
-	if c.pid < 0 {
-		return fmt.Errorf("-pid %d is negative", c.pid)
+	if c.PID < 0 {
+		return fmt.Errorf("-pid %d is negative", c.PID)
 	}
-	if c.topicPrefix == "" {
+	if c.TopicPrefix == "" {
 		return errors.New("-topic-prefix is empty")
 	}
 	return nil
@@ -104,15 +106,15 @@ func (c *common) validate() error {
 // maxDuration bounds -duration: a forgotten run must still end.
 const maxDuration = 24 * time.Hour
 
-// metricsEndpoint returns the URL to scrape, or "" when scraping is off.
-func (c *common) metricsEndpoint() string {
-	switch c.metricsURL {
+// MetricsEndpoint returns the URL to scrape, or "" when scraping is off.
+func (c *Common) MetricsEndpoint() string {
+	switch c.MetricsURL {
 	case "off":
 		return ""
 	case "":
-		return metricsURLFrom(c.url)
+		return metricsURLFrom(c.URL)
 	}
-	return c.metricsURL
+	return c.MetricsURL
 }
 
 // wsserverAdminPort is wsserver's default admin listener port, where its
@@ -131,10 +133,10 @@ func metricsURLFrom(wsURL string) string {
 	return (&url.URL{Scheme: "http", Host: net.JoinHostPort(u.Hostname(), wsserverAdminPort), Path: "/metrics"}).String()
 }
 
-// loopbackTarget reports whether the URL's host is a loopback address,
+// LoopbackTarget reports whether the URL's host is a loopback address,
 // the only kind of target toward which the tool binds extra source
 // addresses.
-func loopbackTarget(wsURL string) bool {
+func LoopbackTarget(wsURL string) bool {
 	u, err := url.Parse(wsURL)
 	if err != nil {
 		return false
@@ -167,22 +169,22 @@ const (
 	blockStorm = 0
 	blockIdle  = 1
 	blockLoad  = 2
-	blockAbuse = 3
-	// maxSources is how many addresses one block holds.
-	maxSources = 254 * 256
+	BlockAbuse = 3 // the abuse scenario's attackers
+	// MaxSources is how many addresses one block holds.
+	MaxSources = 254 * 256
 )
 
-// sourceAddr returns the n-th loopback source address of a block:
+// SourceAddr returns the n-th loopback source address of a block:
 // 127.block.(n/254).(n%254+1). Linux routes all of 127.0.0.0/8 to the
 // loopback interface, so any of them can be bound without setup.
-func sourceAddr(block, n int) netip.Addr {
-	n %= maxSources
+func SourceAddr(block, n int) netip.Addr {
+	n %= MaxSources
 	return netip.AddrFrom4([4]byte{127, byte(block), byte(n / 254), byte(n%254 + 1)})
 }
 
 // startProfile starts the CPU profile asked for with -cpuprofile and
 // returns the function that stops it.
-func (c *common) startProfile() (stop func(), err error) {
+func (c *Common) startProfile() (stop func(), err error) {
 	if c.cpuProfile == "" {
 		return func() {}, nil
 	}
@@ -200,11 +202,11 @@ func (c *common) startProfile() (stop func(), err error) {
 	}, nil
 }
 
-// newDialer returns a dialer for the target the shared settings name.
-func newDialer(c *common) *client.Dialer {
+// NewDialer returns a dialer for the target the shared settings name.
+func NewDialer(c *Common) *client.Dialer {
 	host := c.host
 	if host == "" {
-		host = hostOf(c.url)
+		host = hostOf(c.URL)
 	}
-	return &client.Dialer{URL: c.url, Host: host, Login: c.login, Passcode: c.passcode}
+	return &client.Dialer{URL: c.URL, Host: host, Login: c.login, Passcode: c.passcode}
 }

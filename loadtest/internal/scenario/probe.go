@@ -50,8 +50,8 @@ type serverReport struct {
 
 // serverProbe takes the server's counters before a run and after.
 type serverProbe struct {
-	cfg      *common
-	url      string
+	cfg      *Common
+	URL      string
 	before   scrape.Samples
 	scrapeOK bool
 	note     string
@@ -59,11 +59,11 @@ type serverProbe struct {
 	cpuOK    bool
 }
 
-func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
-	p := &serverProbe{cfg: cfg, url: cfg.metricsEndpoint()}
-	if p.url == "" {
+func newServerProbe(ctx context.Context, cfg *Common) *serverProbe {
+	p := &serverProbe{cfg: cfg, URL: cfg.MetricsEndpoint()}
+	if p.URL == "" {
 		p.note = "scraping turned off (-metrics-url off)"
-	} else if s, err := scrape.Fetch(ctx, p.url); err != nil {
+	} else if s, err := scrape.Fetch(ctx, p.URL); err != nil {
 		p.note = fmt.Sprintf("no /metrics: %v", err)
 	} else if !s.Has(scrape.MetricReceived) {
 		p.note = "the metrics page has no " + scrape.MetricReceived + " (not a stompgate server)"
@@ -71,8 +71,8 @@ func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
 	} else {
 		p.before, p.scrapeOK = s, true
 	}
-	if cfg.pid > 0 {
-		if c, err := procstat.CPU(cfg.pid); err == nil {
+	if cfg.PID > 0 {
+		if c, err := procstat.CPU(cfg.PID); err == nil {
 			p.cpu0, p.cpuOK = c, true
 		}
 	}
@@ -81,10 +81,10 @@ func newServerProbe(ctx context.Context, cfg *common) *serverProbe {
 
 // finish scrapes again and builds the report.
 func (p *serverProbe) finish(ctx context.Context) *serverReport {
-	r := &serverReport{MetricsURL: p.url, MetricsNote: p.note}
+	r := &serverReport{MetricsURL: p.URL, MetricsNote: p.note}
 	var after scrape.Samples
-	if p.url != "" && p.before != nil {
-		s, err := scrape.Fetch(ctx, p.url)
+	if p.URL != "" && p.before != nil {
+		s, err := scrape.Fetch(ctx, p.URL)
 		if err != nil {
 			r.MetricsNote = fmt.Sprintf("second scrape failed: %v", err)
 		}
@@ -99,8 +99,8 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 	}
 	switch {
 	case p.cpuOK:
-		if c, err := procstat.CPU(p.cfg.pid); err == nil {
-			r.CPUSource, r.PID = "proc", p.cfg.pid
+		if c, err := procstat.CPU(p.cfg.PID); err == nil {
+			r.CPUSource, r.PID = "proc", p.cfg.PID
 			r.CPUSeconds = report.Round3((c - p.cpu0).Seconds())
 		}
 	case p.before != nil && after != nil && p.before.Has(scrape.MetricCPU):
@@ -108,9 +108,9 @@ func (p *serverProbe) finish(ctx context.Context) *serverReport {
 		r.CPUSeconds = report.Round3(after.Sum(scrape.MetricCPU) - p.before.Sum(scrape.MetricCPU))
 	}
 	switch {
-	case p.cfg.pid > 0:
-		if v, err := procstat.RSS(p.cfg.pid); err == nil {
-			r.RSSSource, r.RSSBytes, r.PID = "proc", v, p.cfg.pid
+	case p.cfg.PID > 0:
+		if v, err := procstat.RSS(p.cfg.PID); err == nil {
+			r.RSSSource, r.RSSBytes, r.PID = "proc", v, p.cfg.PID
 		}
 	case after != nil && after.Has(scrape.MetricRSS):
 		r.RSSSource, r.RSSBytes = "metrics", int64(after.Sum(scrape.MetricRSS))

@@ -13,8 +13,15 @@ import (
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
-// runReport is the outcome of one run, printed as text or JSON.
-type runReport struct {
+// Section is a scenario's own part of a report that another package
+// fills (abuse's attacks and verdicts): it goes in the JSON as it is and
+// prints itself in the text after the classes.
+type Section interface {
+	WriteText(w io.Writer)
+}
+
+// Report is the outcome of one run, printed as text or JSON.
+type Report struct {
 	Scenario string         `json:"scenario"`
 	Target   string         `json:"target"`
 	Started  time.Time      `json:"started"`
@@ -28,7 +35,7 @@ type runReport struct {
 	Classes []report.ClassReport `json:"classes,omitempty"`
 	Storm   *stormReport         `json:"handshake_storm,omitempty"`
 	Idle    *idleReport          `json:"idle,omitempty"`
-	Abuse   *abuseReport         `json:"abuse,omitempty"`
+	Abuse   Section              `json:"abuse,omitempty"`
 	Rooms   *roomsReport         `json:"rooms,omitempty"`
 	Server  *serverReport        `json:"server,omitempty"`
 	Tool    toolReport           `json:"tool"`
@@ -36,18 +43,18 @@ type runReport struct {
 	Notes   []string             `json:"notes,omitempty"`
 }
 
-func (r *runReport) fromLoad(res loadResult) {
+func (r *Report) fromLoad(res LoadResult) {
 	r.LoadSeconds = res.loadSeconds
 	r.ElapsedSeconds = res.elapsedSeconds
-	r.Interrupted = res.interrupted
-	r.Classes = res.classes
+	r.Interrupted = res.Interrupted
+	r.Classes = res.Classes
 	r.Series = res.series
 	r.Server = res.server
 	r.Tool = res.tool
 }
 
 // emit writes the report to stdout (text or JSON) and the chart, if asked.
-func (r *runReport) emit(cfg *common, stdout io.Writer, title string) error {
+func (r *Report) emit(cfg *Common, stdout io.Writer, title string) error {
 	if cfg.chart != "" {
 		if err := writeChartFile(cfg.chart, title, r.Series); err != nil {
 			return fmt.Errorf("-chart: %w", err)
@@ -58,7 +65,7 @@ func (r *runReport) emit(cfg *common, stdout io.Writer, title string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	r.writeText(stdout, title)
+	r.WriteText(stdout, title)
 	return nil
 }
 
@@ -74,7 +81,8 @@ func writeChartFile(path, title string, ss []report.Series) error {
 	return f.Close()
 }
 
-func (r *runReport) writeText(w io.Writer, title string) {
+// WriteText writes the report as text, title first.
+func (r *Report) WriteText(w io.Writer, title string) {
 	fmt.Fprintln(w, title)
 	state := "completed"
 	if r.Interrupted {
@@ -107,19 +115,19 @@ func (r *runReport) writeText(w io.Writer, title string) {
 		fmt.Fprintln(w)
 	}
 	if r.Storm != nil {
-		r.Storm.writeText(w)
+		r.Storm.WriteText(w)
 	}
 	if r.Idle != nil {
-		r.Idle.writeText(w)
+		r.Idle.WriteText(w)
 	}
 	if r.Abuse != nil {
-		r.Abuse.writeText(w)
+		r.Abuse.WriteText(w)
 	}
 	if r.Rooms != nil {
-		r.Rooms.writeText(w)
+		r.Rooms.WriteText(w)
 	}
 	if s := r.Server; s != nil {
-		s.writeText(w)
+		s.WriteText(w)
 	}
 	if r.Tool.Messages > 0 {
 		fmt.Fprintf(w, "tool CPU: %.3fs over %d messages sent+received: %.2f µs per message\n",
@@ -132,7 +140,7 @@ func (r *runReport) writeText(w io.Writer, title string) {
 	}
 }
 
-func (s *serverReport) writeText(w io.Writer) {
+func (s *serverReport) WriteText(w io.Writer) {
 	switch {
 	case s.MetricsAvailable && s.Frames != nil:
 		f := s.Frames
@@ -163,6 +171,6 @@ func (s *serverReport) writeText(w io.Writer) {
 		if s.RSSSource == "proc" {
 			src = fmt.Sprintf("/proc/%d/status VmRSS", s.PID)
 		}
-		fmt.Fprintf(w, "server RSS (%s) at the end of the load: %.1f MiB\n", src, mib(s.RSSBytes))
+		fmt.Fprintf(w, "server RSS (%s) at the end of the load: %.1f MiB\n", src, MiB(s.RSSBytes))
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 // roomsConfig are the settings of the rooms scenario.
 type roomsConfig struct {
-	common
+	Common
 	sessions  int
 	roomSize  int
 	rate      float64
@@ -42,9 +42,9 @@ const (
 	minHeartBeat = 100 * time.Millisecond
 )
 
-func (c *roomsConfig) flagSet(stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("rooms", stderr)
-	c.register(fs, 20*time.Second)
+func (c *roomsConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := NewFlagSet("rooms", stderr)
+	c.Register(fs, 20*time.Second)
 	fs.IntVar(&c.sessions, "sessions", defaultRoomsSessions, "sessions (players), each subscribed to its room and publishing to it")
 	fs.IntVar(&c.roomSize, "room-size", defaultPlayers, "players per room; the last room holds the remainder")
 	fs.Float64Var(&c.rate, "rate", defaultPlayerRate, "SEND frames per second of each player, one frame per WebSocket message")
@@ -53,14 +53,14 @@ func (c *roomsConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func (c *roomsConfig) validate() error {
+func (c *roomsConfig) Validate() error {
 	switch {
 	case c.sessions <= 0 || c.sessions > maxSessions:
 		return fmt.Errorf("-sessions %d: must be in [1, %d]", c.sessions, maxSessions)
 	case c.roomSize <= 0:
 		return fmt.Errorf("-room-size %d: must be positive", c.roomSize)
-	case c.rate <= 0 || c.rate > maxRate:
-		return fmt.Errorf("-rate %v: must be in (0, %d]", c.rate, maxRate)
+	case c.rate <= 0 || c.rate > MaxRate:
+		return fmt.Errorf("-rate %v: must be in (0, %d]", c.rate, MaxRate)
 	case c.size < 0 || c.size > maxBodySize:
 		return fmt.Errorf("-size %d: must be in [0, %d]", c.size, maxBodySize)
 	case c.heartBeat < 0 || (c.heartBeat > 0 && c.heartBeat < minHeartBeat):
@@ -69,13 +69,13 @@ func (c *roomsConfig) validate() error {
 	return nil
 }
 
-func (c *roomsConfig) title() string {
+func (c *roomsConfig) Title() string {
 	hb := "heart-beats off"
 	if c.heartBeat > 0 {
 		hb = "heart-beats every " + c.heartBeat.String()
 	}
 	return fmt.Sprintf("rooms: %d sessions in rooms of %d, each sending %g SEND/s to its room, %d-byte bodies, %s, %v",
-		c.sessions, c.roomSize, c.rate, max(c.size, load.StampLen), hb, c.duration)
+		c.sessions, c.roomSize, c.rate, max(c.size, load.StampLen), hb, c.Duration)
 }
 
 // RunRooms is the rooms scenario: the shape of a game or chat backend.
@@ -87,7 +87,7 @@ func (c *roomsConfig) title() string {
 // at 10,000 sessions.
 func RunRooms(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg roomsConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
+	return RunScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*Report, error) {
 		return rooms(ctx, &cfg, stderr)
 	})
 }
@@ -129,15 +129,15 @@ type roomsReport struct {
 	RSSPerSessionKiB float64 `json:"rss_per_session_kib,omitempty"`
 }
 
-func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport, error) {
+func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, error) {
 	rr := &roomsReport{Sessions: cfg.sessions, RoomSize: cfg.roomSize, Rate: cfg.rate, HeartBeatMillis: cfg.heartBeat.Milliseconds()}
-	rss := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
+	rss := scrape.Usage{PID: cfg.PID, URL: cfg.MetricsEndpoint()}
 	if v, src, err := rss.RSS(ctx); err == nil {
 		rr.RSSSource, rr.RSSBefore = src, v
 	}
 
-	r := newLoadRun(&cfg.common, stderr)
-	defer r.closeAll()
+	r := NewLoadRun(&cfg.Common, stderr)
+	defer r.CloseAll()
 	r.perMessage = 1
 	if cfg.heartBeat > 0 {
 		r.startHeartBeats(cfg.heartBeat)
@@ -146,13 +146,13 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 	rest := cfg.sessions % cfg.roomSize
 	rr.Rooms = full
 	if full > 0 {
-		r.classes = append(r.classes, &load.Class{Name: "rooms", Fanout: int64(cfg.roomSize), Publishers: full * cfg.roomSize, Subscribers: full * cfg.roomSize})
+		r.Classes = append(r.Classes, &load.Class{Name: "rooms", Fanout: int64(cfg.roomSize), Publishers: full * cfg.roomSize, Subscribers: full * cfg.roomSize})
 	}
 	if rest > 0 {
 		rr.Rooms++
-		r.classes = append(r.classes, &load.Class{Name: "last room", Fanout: int64(rest), Publishers: rest, Subscribers: rest})
+		r.Classes = append(r.Classes, &load.Class{Name: "last room", Fanout: int64(rest), Publishers: rest, Subscribers: rest})
 	}
-	for _, c := range r.classes {
+	for _, c := range r.Classes {
 		c.Subs = make([]*load.Subscriber, c.Subscribers)
 		c.Pubs = make([]*load.Publisher, c.Publishers)
 	}
@@ -163,7 +163,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 	setupStart := time.Now()
 	var joined atomic.Int64
 	setup := &report.Sampler{
-		Prog:   report.NewProgress(stderr, setupStart, cfg.noProgress),
+		Prog:   report.NewProgress(stderr, setupStart, cfg.NoProgress),
 		Fields: func() []report.ProgressField { return []report.ProgressField{{Name: "joined", Value: joined.Load()}} },
 	}
 	setupDone := make(chan struct{})
@@ -173,13 +173,13 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 		defer setupWG.Done()
 		setup.Loop(ctx, setupStart, time.Time{}, setupDone)
 	}()
-	err := parallel(ctx, cfg.sessions, dialConcurrency, func(i int) error {
+	err := Parallel(ctx, cfg.sessions, DialConcurrency, func(i int) error {
 		room := i / cfg.roomSize
-		cls, k := r.classes[0], i
+		cls, k := r.Classes[0], i
 		if room == full {
-			cls, k = r.classes[len(r.classes)-1], i-full*cfg.roomSize
+			cls, k = r.Classes[len(r.Classes)-1], i-full*cfg.roomSize
 		}
-		dest := cfg.topicPrefix + "room." + strconv.Itoa(room)
+		dest := cfg.TopicPrefix + "room." + strconv.Itoa(room)
 		s, p, err := r.join(ctx, cls, uint32(i), dest, cfg.size, i%cfg.roomSize == 0)
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
@@ -199,24 +199,24 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 	}
 	rr.SetupSeconds = report.Round3(time.Since(setupStart).Seconds())
 
-	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		for _, c := range r.classes {
-			r.pace(ctx, c.Pubs, start, end, cfg.rate, wg)
+	res := r.Execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
+		for _, c := range r.Classes {
+			r.Pace(ctx, c.Pubs, start, end, cfg.rate, wg)
 		}
 	})
-	rep := &runReport{
+	rep := &Report{
 		Scenario: "rooms",
-		Target:   cfg.url,
-		Started:  r.ck.Base,
+		Target:   cfg.URL,
+		Started:  r.Clock.Base,
 		Rooms:    rr,
 		Settings: map[string]any{
 			"sessions": cfg.sessions, "room_size": cfg.roomSize, "rate": cfg.rate,
 			"size": max(cfg.size, load.StampLen), "heart_beat": cfg.heartBeat.String(),
-			"duration": cfg.duration.String(), "frames_per_message": 1,
+			"duration": cfg.Duration.String(), "frames_per_message": 1,
 		},
 	}
 	rep.fromLoad(res)
-	rr.sum(res, r.classes)
+	rr.sum(res, r.Classes)
 	if srv := rep.Server; srv != nil {
 		if srv.RSSSource == rr.RSSSource && srv.RSSBytes > 0 {
 			rr.RSSEnd = srv.RSSBytes
@@ -234,8 +234,8 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*runReport,
 }
 
 // sum adds up the classes of a rooms run and merges their latency.
-func (rr *roomsReport) sum(res loadResult, classes []*load.Class) {
-	for _, c := range res.classes {
+func (rr *roomsReport) sum(res LoadResult, classes []*load.Class) {
+	for _, c := range res.Classes {
 		rr.Sent += c.Sent
 		rr.Expected += c.Expected
 		rr.Delivered += c.Delivered
@@ -260,7 +260,7 @@ func (rr *roomsReport) sum(res loadResult, classes []*load.Class) {
 	rr.Latency = report.Summarize(h)
 }
 
-func (rr *roomsReport) writeText(w io.Writer) {
+func (rr *roomsReport) WriteText(w io.Writer) {
 	hb := "off"
 	if rr.HeartBeatMillis > 0 {
 		hb = (time.Duration(rr.HeartBeatMillis) * time.Millisecond).String()
@@ -277,7 +277,7 @@ func (rr *roomsReport) writeText(w io.Writer) {
 	}
 	if rr.RSSEnd > 0 {
 		fmt.Fprintf(w, "server RSS: %.1f MiB before the first session, %.1f MiB at the end of the load: %.1f KiB per session\n",
-			mib(rr.RSSBefore), mib(rr.RSSEnd), rr.RSSPerSessionKiB)
+			MiB(rr.RSSBefore), MiB(rr.RSSEnd), rr.RSSPerSessionKiB)
 	}
 	fmt.Fprintln(w)
 }

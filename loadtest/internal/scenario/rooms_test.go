@@ -29,7 +29,7 @@ func TestRoomsAgainstStompgate(t *testing.T) {
 	url := startStompgate(t, 20)
 	// 3 rooms of 6 and a last room of 2; heart-beats every 200 ms so
 	// that several go out during the run.
-	cfg := roomsConfig{common: testCommon(url, 2*time.Second), sessions: 20, roomSize: 6, rate: 5, size: 64, heartBeat: 200 * time.Millisecond}
+	cfg := roomsConfig{Common: testCommon(url, 2*time.Second), sessions: 20, roomSize: 6, rate: 5, size: 64, heartBeat: 200 * time.Millisecond}
 	rep, err := rooms(t.Context(), &cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestCompare(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, r roomsReport) string {
 		t.Helper()
-		b, err := json.Marshal(runReport{Scenario: "rooms", Rooms: &r})
+		b, err := json.Marshal(Report{Scenario: "rooms", Rooms: &r})
 		if err != nil {
 			t.Fatal(err)
 		}

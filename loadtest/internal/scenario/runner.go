@@ -20,9 +20,9 @@ import (
 
 // Run phases' bounds, each with its reason.
 const (
-	// dialConcurrency bounds simultaneous dials, so that the server's
+	// DialConcurrency bounds simultaneous dials, so that the server's
 	// accept path, not a thundering herd, sets the pace.
-	dialConcurrency = 50
+	DialConcurrency = 50
 	// startDelay separates the last session's setup from the first SEND,
 	// so that every publisher starts at the same instant.
 	startDelay = 100 * time.Millisecond
@@ -35,24 +35,24 @@ const (
 	settleTick = 50 * time.Millisecond
 )
 
-// loadRun is a flood or throughput run: classes of publishers and
+// LoadRun is a flood or throughput run: classes of publishers and
 // subscribers, sampled once a second, drained, then reported.
-type loadRun struct {
-	cfg     *common
+type LoadRun struct {
+	cfg     *Common
 	stderr  io.Writer
 	dialer  *client.Dialer
-	ck      load.Clock
-	classes []*load.Class
-	win     *load.Window // unpaced publishers only
+	Clock   load.Clock    // the run's zero for latency stamps
+	Classes []*load.Class // every class of the run, in report order
+	win     *load.Window  // unpaced publishers only
 
 	sources atomic.Int64 // source addresses handed out
-	spread  bool         // hand out source addresses at all
+	Spread  bool         // hand out source addresses at all
 
 	done    atomic.Bool // set before the connections are closed
 	readers sync.WaitGroup
-	// subSetup, when set, adjusts each subscriber before its reader
+	// SubSetup, when set, adjusts each subscriber before its reader
 	// starts (the abuse scenario's browser-like, slow-link readers).
-	subSetup func(*load.Subscriber)
+	SubSetup func(*load.Subscriber)
 	// perMessage, when positive, is how many SEND frames a publisher
 	// packs into one WebSocket message at most (1: one frame per
 	// message, as a browser's STOMP client sends); 0 packs up to
@@ -69,16 +69,18 @@ type loadRun struct {
 	conns []*client.Conn // guarded by mu
 }
 
-func newLoadRun(cfg *common, stderr io.Writer) *loadRun {
-	return &loadRun{cfg: cfg, stderr: stderr, dialer: newDialer(cfg), ck: load.Clock{Base: time.Now()},
-		spread: cfg.spread && loopbackTarget(cfg.url)}
+// NewLoadRun returns an empty run against cfg's target; progress goes to
+// stderr.
+func NewLoadRun(cfg *Common, stderr io.Writer) *LoadRun {
+	return &LoadRun{cfg: cfg, stderr: stderr, dialer: NewDialer(cfg), Clock: load.Clock{Base: time.Now()},
+		Spread: cfg.Spread && LoopbackTarget(cfg.URL)}
 }
 
 // dial opens one session, from its own source address when spreading.
-func (r *loadRun) dial(ctx context.Context) (*client.Conn, error) {
+func (r *LoadRun) dial(ctx context.Context) (*client.Conn, error) {
 	var hc *http.Client
-	if r.spread {
-		hc = client.HTTPClientFrom(sourceAddr(blockLoad, int(r.sources.Add(1))-1))
+	if r.Spread {
+		hc = client.HTTPClientFrom(SourceAddr(blockLoad, int(r.sources.Add(1))-1))
 		defer hc.CloseIdleConnections()
 	}
 	ms := r.heartBeat.Milliseconds()
@@ -89,7 +91,7 @@ func (r *loadRun) dial(ctx context.Context) (*client.Conn, error) {
 // CONNECT offers every both ways, and an EOL goes out on every session
 // once per every, whatever else it sends, as stomp.js does. closeAll
 // stops them.
-func (r *loadRun) startHeartBeats(every time.Duration) {
+func (r *LoadRun) startHeartBeats(every time.Duration) {
 	r.heartBeat = every
 	r.hbDone = make(chan struct{})
 	r.hbWG.Add(1)
@@ -107,14 +109,14 @@ func (r *loadRun) startHeartBeats(every time.Duration) {
 	}()
 }
 
-func (r *loadRun) track(c *client.Conn) {
+func (r *LoadRun) track(c *client.Conn) {
 	r.mu.Lock()
 	r.conns = append(r.conns, c)
 	r.mu.Unlock()
 }
 
-// closeAll ends every connection; the readers then return.
-func (r *loadRun) closeAll() {
+// CloseAll ends every connection; the readers then return.
+func (r *LoadRun) CloseAll() {
 	r.done.Store(true)
 	if r.hbDone != nil {
 		close(r.hbDone)
@@ -131,10 +133,10 @@ func (r *loadRun) closeAll() {
 	r.readers.Wait()
 }
 
-// parallel runs fn(i) for i in [0, n) with bounded concurrency and
+// Parallel runs fn(i) for i in [0, n) with bounded concurrency and
 // returns the first error; it stops starting new calls after an error or
 // when ctx ends.
-func parallel(ctx context.Context, n, limit int, fn func(i int) error) error {
+func Parallel(ctx context.Context, n, limit int, fn func(i int) error) error {
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	var (
@@ -176,9 +178,9 @@ func parallel(ctx context.Context, n, limit int, fn func(i int) error) error {
 	return first
 }
 
-// subscribe opens a session for a subscriber of cls on dest and starts its
+// Subscribe opens a session for a subscriber of cls on dest and starts its
 // reader.
-func (r *loadRun) subscribe(ctx context.Context, cls *load.Class, id, dest string, latency bool) (*load.Subscriber, error) {
+func (r *LoadRun) Subscribe(ctx context.Context, cls *load.Class, id, dest string, latency bool) (*load.Subscriber, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s subscriber: %w", cls.Name, err)
@@ -191,21 +193,21 @@ func (r *loadRun) subscribe(ctx context.Context, cls *load.Class, id, dest strin
 	if latency {
 		s.Hist = report.NewHistogram()
 	}
-	if r.subSetup != nil {
-		r.subSetup(s)
+	if r.SubSetup != nil {
+		r.SubSetup(s)
 	}
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		s.Run(r.ck, &r.done)
+		s.Run(r.Clock, &r.done)
 	}()
 	return s, nil
 }
 
-// publish opens a session for a publisher of cls to dest. Its reader
+// Publish opens a session for a publisher of cls to dest. Its reader
 // discards what the server sends (receipts, heart-beats, ERROR frames,
 // which count as errors) so that control frames are answered.
-func (r *loadRun) publish(ctx context.Context, cls *load.Class, idx uint32, dest string, size int) (*load.Publisher, error) {
+func (r *LoadRun) Publish(ctx context.Context, cls *load.Class, idx uint32, dest string, size int) (*load.Publisher, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s publisher: %w", cls.Name, err)
@@ -217,14 +219,14 @@ func (r *loadRun) publish(ctx context.Context, cls *load.Class, idx uint32, dest
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		sink.Run(r.ck, &r.done)
+		sink.Run(r.Clock, &r.done)
 		cls.Errors.Add(sink.Class.Errors.Load())
 	}()
 	return r.newPublisher(c, cls, idx, dest, size), nil
 }
 
 // newPublisher is newPublisher with the run's frames per message.
-func (r *loadRun) newPublisher(c *client.Conn, cls *load.Class, idx uint32, dest string, size int) *load.Publisher {
+func (r *LoadRun) newPublisher(c *client.Conn, cls *load.Class, idx uint32, dest string, size int) *load.Publisher {
 	p := load.NewPublisher(c, cls, idx, dest, size)
 	p.PerMessage = r.perMessage
 	return p
@@ -233,7 +235,7 @@ func (r *loadRun) newPublisher(c *client.Conn, cls *load.Class, idx uint32, dest
 // join opens one session that subscribes to dest and publishes to it, a
 // player in a room: it receives what every member sends, its own
 // messages included. The subscriber records latency when latency is set.
-func (r *loadRun) join(ctx context.Context, cls *load.Class, idx uint32, dest string, size int, latency bool) (*load.Subscriber, *load.Publisher, error) {
+func (r *LoadRun) join(ctx context.Context, cls *load.Class, idx uint32, dest string, size int, latency bool) (*load.Subscriber, *load.Publisher, error) {
 	c, err := r.dial(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s member: %w", cls.Name, err)
@@ -249,45 +251,45 @@ func (r *loadRun) join(ctx context.Context, cls *load.Class, idx uint32, dest st
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
-		s.Run(r.ck, &r.done)
+		s.Run(r.Clock, &r.done)
 	}()
 	return s, r.newPublisher(c, cls, idx, dest, size), nil
 }
 
-// loadResult is what execute measured.
-type loadResult struct {
+// LoadResult is what Execute measured.
+type LoadResult struct {
 	loadSeconds    float64
 	elapsedSeconds float64
-	interrupted    bool
-	classes        []report.ClassReport
+	Interrupted    bool
+	Classes        []report.ClassReport
 	series         []report.Series
 	server         *serverReport
 	tool           toolReport
 }
 
-// pace starts one goroutine per publisher of pubs, each sending at rate
+// Pace starts one goroutine per publisher of pubs, each sending at rate
 // per second from start until end (publisher.runPaced), counted in wg:
 // the launch of execute for every paced scenario.
-func (r *loadRun) pace(ctx context.Context, pubs []*load.Publisher, start, end time.Time, rate float64, wg *sync.WaitGroup) {
+func (r *LoadRun) Pace(ctx context.Context, pubs []*load.Publisher, start, end time.Time, rate float64, wg *sync.WaitGroup) {
 	for _, p := range pubs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.RunPaced(ctx, r.ck, start, end, rate)
+			p.RunPaced(ctx, r.Clock, start, end, rate)
 		}()
 	}
 }
 
-// execute runs the publishers from a common start for cfg.duration,
+// Execute runs the publishers from a common start for cfg.Duration,
 // samples once a second, drains, closes everything and measures.
 // start(ctx, start, end, wg) launches the publishers.
-func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup)) loadResult {
+func (r *LoadRun) Execute(ctx context.Context, launch func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup)) LoadResult {
 	srv := newServerProbe(ctx, r.cfg)
 	cpu0 := procstat.SelfCPU()
 
 	var all []*report.CounterSeries
 	var losses []*report.LossSeries
-	for _, c := range r.classes {
+	for _, c := range r.Classes {
 		all = append(all,
 			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("delivered/s", c.Name), Group: c.Name}, Read: c.Delivered.Load},
 			&report.CounterSeries{Series: &report.Series{Name: report.SeriesLabel("sent/s", c.Name), Group: c.Name, Style: report.StyleDashed}, Read: c.Sent.Load},
@@ -297,14 +299,14 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	}
 
 	start := time.Now().Add(startDelay)
-	end := start.Add(r.cfg.duration)
+	end := start.Add(r.cfg.Duration)
 	pctx, cancelPubs := context.WithCancel(ctx)
 	defer cancelPubs()
 	var pubs sync.WaitGroup
 	launch(pctx, start, end, &pubs)
 
 	totals := func() (sent, delivered, expected, errs int64) {
-		for _, c := range r.classes {
+		for _, c := range r.Classes {
 			s := c.Sent.Load()
 			sent += s
 			expected += s * c.Fanout
@@ -314,7 +316,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 		return
 	}
 	smp := &report.Sampler{
-		Prog: report.NewProgress(r.stderr, start, r.cfg.noProgress),
+		Prog: report.NewProgress(r.stderr, start, r.cfg.NoProgress),
 		Fields: func() []report.ProgressField {
 			s, d, e, errs := totals()
 			// Undelivered is expected − delivered: in flight, or lost.
@@ -337,8 +339,8 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	if interrupted {
 		loadEnd = stopped
 	}
-	deliveredInLoad := make([]int64, len(r.classes))
-	for i, c := range r.classes {
+	deliveredInLoad := make([]int64, len(r.Classes))
+	for i, c := range r.Classes {
 		deliveredInLoad[i] = c.Delivered.Load()
 	}
 	// Paced publishers end by themselves at the end of the load period,
@@ -359,23 +361,23 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	smp.Prog.End()
 	elapsed := time.Since(start)
 	serverAfter := srv.finish(ctx)
-	r.closeAll()
+	r.CloseAll()
 	cpu := procstat.SelfCPU() - cpu0
 
-	res := loadResult{
+	res := LoadResult{
 		loadSeconds:    loadEnd.Sub(start).Seconds(),
 		elapsedSeconds: report.Round3(elapsed.Seconds()),
-		interrupted:    interrupted,
+		Interrupted:    interrupted,
 		server:         serverAfter,
 	}
 	var msgs int64
-	for i, c := range r.classes {
+	for i, c := range r.Classes {
 		cr := c.Report(res.loadSeconds, deliveredInLoad[i])
-		res.classes = append(res.classes, cr)
+		res.Classes = append(res.Classes, cr)
 		msgs += cr.Sent + cr.Delivered
 	}
 	res.loadSeconds = report.Round3(res.loadSeconds)
-	res.tool = toolReportOf(cpu, msgs)
+	res.tool = ToolReportOf(cpu, msgs)
 	for _, s := range all {
 		res.series = append(res.series, *s.Series)
 	}
@@ -383,13 +385,13 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 	// never arrived (the flood's abusers); otherwise it is in-flight
 	// noise.
 	for i, l := range losses {
-		if cr := res.classes[i]; cr.Delivered < cr.Expected {
+		if cr := res.Classes[i]; cr.Delivered < cr.Expected {
 			res.series = append(res.series, *l.Series)
 		}
 	}
 	if srv := res.server; srv != nil && srv.CPUSeconds > 0 {
 		var delivered, sent int64
-		for _, c := range res.classes {
+		for _, c := range res.Classes {
 			delivered += c.Delivered
 			sent += c.Sent
 		}
@@ -401,7 +403,7 @@ func (r *loadRun) execute(ctx context.Context, launch func(ctx context.Context, 
 
 // drain waits until every expected delivery arrived, nothing arrived for
 // drainQuiet, drainMax passed or ctx ended.
-func (r *loadRun) drain(ctx context.Context, totals func() (int64, int64, int64, int64)) {
+func (r *LoadRun) drain(ctx context.Context, totals func() (int64, int64, int64, int64)) {
 	deadline := time.Now().Add(drainMax)
 	_, lastD, _, _ := totals()
 	lastChange := time.Now()
@@ -434,7 +436,9 @@ type toolReport struct {
 	CPUPerMessageMicros float64 `json:"cpu_per_message_us"`
 }
 
-func toolReportOf(cpu time.Duration, msgs int64) toolReport {
+// ToolReportOf is the tool's own cost: cpu over msgs messages (none when
+// msgs is 0).
+func ToolReportOf(cpu time.Duration, msgs int64) toolReport {
 	return toolReport{
 		CPUSeconds:          report.Round3(cpu.Seconds()),
 		Messages:            msgs,

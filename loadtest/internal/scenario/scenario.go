@@ -6,35 +6,35 @@ import (
 	"io"
 )
 
-// scenarioConfig is the settings of one scenario.
-type scenarioConfig interface {
-	// flagSet returns the scenario's flags, bound to the settings.
-	flagSet(stderr io.Writer) *flag.FlagSet
-	// validate checks the scenario's own settings once the flags are
+// Config is the settings of one scenario.
+type Config interface {
+	// FlagSet returns the scenario's flags, bound to the settings.
+	FlagSet(stderr io.Writer) *flag.FlagSet
+	// Validate checks the scenario's own settings once the flags are
 	// parsed; the shared ones have been checked by then.
-	validate() error
-	// shared returns the settings every scenario has.
-	shared() *common
-	// title is the report's first line: the scenario and its settings.
-	title() string
+	Validate() error
+	// Shared returns the settings every scenario has.
+	Shared() *Common
+	// Title is the report's first line: the scenario and its settings.
+	Title() string
 }
 
-// runScenario is what every scenario does around its load: it parses args
+// RunScenario is what every scenario does around its load: it parses args
 // into cfg, validates the shared settings and then the scenario's own,
 // starts the -cpuprofile, runs body, and writes the report body returns to
 // stdout (and the -chart file).
-func runScenario(ctx context.Context, cfg scenarioConfig, args []string, stdout, stderr io.Writer,
-	body func(ctx context.Context) (*runReport, error)) error {
-	if err := parseFlags(cfg.flagSet(stderr), args); err != nil {
+func RunScenario(ctx context.Context, cfg Config, args []string, stdout, stderr io.Writer,
+	body func(ctx context.Context) (*Report, error)) error {
+	if err := parseFlags(cfg.FlagSet(stderr), args); err != nil {
 		return err
 	}
-	if err := cfg.shared().validate(); err != nil {
+	if err := cfg.Shared().Validate(); err != nil {
 		return err
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	stopProfile, err := cfg.shared().startProfile()
+	stopProfile, err := cfg.Shared().startProfile()
 	if err != nil {
 		return err
 	}
@@ -43,5 +43,5 @@ func runScenario(ctx context.Context, cfg scenarioConfig, args []string, stdout,
 	if err != nil {
 		return err
 	}
-	return rep.emit(cfg.shared(), stdout, cfg.title())
+	return rep.emit(cfg.Shared(), stdout, cfg.Title())
 }

@@ -28,7 +28,7 @@ import (
 
 // stormConfig are the settings of the handshake-storm scenario.
 type stormConfig struct {
-	common
+	Common
 	ips         int
 	attempts    int
 	rate        float64
@@ -42,9 +42,9 @@ const (
 	maxStormAttempts = 1_000_000
 )
 
-func (c *stormConfig) flagSet(stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("handshake-storm", stderr)
-	c.register(fs, time.Minute)
+func (c *stormConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := NewFlagSet("handshake-storm", stderr)
+	c.Register(fs, time.Minute)
 	fs.IntVar(&c.ips, "ips", 4, "source IPs (127.0.0.2, 127.0.0.3, …), each dialing on its own")
 	fs.IntVar(&c.attempts, "attempts", 20, "handshake attempts per IP")
 	fs.Float64Var(&c.rate, "rate", 10, "attempts per second per IP (0: back to back, each after the previous answer)")
@@ -53,20 +53,20 @@ func (c *stormConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func (c *stormConfig) validate() error {
+func (c *stormConfig) Validate() error {
 	switch {
 	case c.ips <= 0 || c.ips > maxStormIPs:
 		return fmt.Errorf("-ips %d: must be in [1, %d]", c.ips, maxStormIPs)
 	case c.attempts <= 0 || c.attempts > maxStormAttempts:
 		return fmt.Errorf("-attempts %d: must be in [1, %d]", c.attempts, maxStormAttempts)
-	case c.rate < 0 || c.rate > maxRate:
-		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, maxRate)
+	case c.rate < 0 || c.rate > MaxRate:
+		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, MaxRate)
 	case c.policyRate <= 0:
 		return fmt.Errorf("-policy-rate %v: must be positive", c.policyRate)
 	case c.policyBurst < 0:
 		return fmt.Errorf("-policy-burst %d is negative", c.policyBurst)
-	case c.ips > 1 && !loopbackTarget(c.url):
-		return fmt.Errorf("-ips %d: several source IPs need a loopback -url; %s is not", c.ips, c.url)
+	case c.ips > 1 && !LoopbackTarget(c.URL):
+		return fmt.Errorf("-ips %d: several source IPs need a loopback -url; %s is not", c.ips, c.URL)
 	}
 	return nil
 }
@@ -111,12 +111,12 @@ type stormReport struct {
 // several source IPs against the per-IP handshake limiter.
 func RunStorm(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg stormConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
+	return RunScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*Report, error) {
 		return storm(ctx, &cfg, stderr), nil
 	})
 }
 
-func (c *stormConfig) title() string {
+func (c *stormConfig) Title() string {
 	rate := "back to back"
 	if c.rate > 0 {
 		rate = fmt.Sprintf("%g/s", c.rate)
@@ -150,8 +150,8 @@ func tryHandshake(ctx context.Context, url string, hc *http.Client) (attemptOutc
 	return outcomeOther, err
 }
 
-func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
-	probeURL := cfg.metricsEndpoint()
+func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *Report {
+	probeURL := cfg.MetricsEndpoint()
 	var before scrape.Samples
 	if probeURL != "" {
 		before, _ = scrape.Fetch(ctx, probeURL)
@@ -162,7 +162,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 	var errMu sync.Mutex
 	var otherErrs []string
 
-	ctx, cancel := context.WithTimeout(ctx, cfg.duration)
+	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -171,8 +171,8 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 		go func() {
 			defer wg.Done()
 			var local netip.Addr
-			if loopbackTarget(cfg.url) {
-				local = sourceAddr(blockStorm, i+1)
+			if LoopbackTarget(cfg.URL) {
+				local = SourceAddr(blockStorm, i+1)
 			}
 			hc := client.HTTPClientFrom(local)
 			if hc == nil {
@@ -197,7 +197,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 					break
 				}
 				times = append(times, time.Since(t0).Milliseconds())
-				out, err := tryHandshake(ctx, cfg.url, hc)
+				out, err := tryHandshake(ctx, cfg.URL, hc)
 				res.Attempts++
 				switch out {
 				case outcomeAccepted:
@@ -231,7 +231,7 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 	acc := &report.Series{Name: "accepted/s"}
 	rej := &report.Series{Name: "429/s"}
 	smp := &report.Sampler{
-		Prog: report.NewProgress(stderr, start, cfg.noProgress),
+		Prog: report.NewProgress(stderr, start, cfg.NoProgress),
 		Series: []report.Sampled{
 			&report.CounterSeries{Series: acc, Read: accepted.Load},
 			&report.CounterSeries{Series: rej, Read: limited.Load},
@@ -260,15 +260,15 @@ func storm(ctx context.Context, cfg *stormConfig, stderr io.Writer) *runReport {
 		total += r.Attempts
 	}
 	sr.DecisionsPerSec = report.Round3(float64(total) / elapsed.Seconds())
-	rep := &runReport{
+	rep := &Report{
 		Scenario:       "handshake-storm",
-		Target:         cfg.url,
+		Target:         cfg.URL,
 		Started:        start,
 		LoadSeconds:    report.Round3(elapsed.Seconds()),
 		ElapsedSeconds: report.Round3(elapsed.Seconds()),
 		Interrupted:    interrupted,
 		Storm:          sr,
-		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
+		Tool:           ToolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Series:         []report.Series{*acc, *rej},
 		Settings: map[string]any{
 			"ips": cfg.ips, "attempts": cfg.attempts, "rate": cfg.rate,
@@ -305,7 +305,7 @@ func handshakeDeltas(before, after scrape.Samples) map[string]int64 {
 	return out
 }
 
-func (s *stormReport) writeText(w io.Writer) {
+func (s *stormReport) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source IP\tattempts\taccepted\t429\tother\texpected\tburst+1+rate×span\tspan (s)\t")
 	for _, r := range s.IPs {

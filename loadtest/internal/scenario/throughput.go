@@ -14,7 +14,7 @@ import (
 
 // throughputConfig are the settings of the throughput scenario.
 type throughputConfig struct {
-	common
+	Common
 	publishers  int
 	subscribers int
 	size        int
@@ -37,9 +37,9 @@ const (
 	maxBodySize = 1 << 20
 )
 
-func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("throughput", stderr)
-	c.register(fs, 10*time.Second)
+func (c *throughputConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := NewFlagSet("throughput", stderr)
+	c.Register(fs, 10*time.Second)
 	fs.IntVar(&c.publishers, "publishers", 1, "publishing sessions, all to one topic")
 	fs.IntVar(&c.subscribers, "subscribers", 1, "subscribing sessions, all on that topic")
 	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
@@ -51,7 +51,7 @@ func (c *throughputConfig) flagSet(stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-func (c *throughputConfig) validate() error {
+func (c *throughputConfig) Validate() error {
 	switch {
 	case c.publishers <= 0 || c.subscribers <= 0:
 		return fmt.Errorf("-publishers %d / -subscribers %d: must be positive", c.publishers, c.subscribers)
@@ -59,8 +59,8 @@ func (c *throughputConfig) validate() error {
 		return fmt.Errorf("-publishers + -subscribers = %d: above the maximum %d", c.publishers+c.subscribers, maxSessions)
 	case c.size < 0 || c.size > maxBodySize:
 		return fmt.Errorf("-size %d: must be in [0, %d]", c.size, maxBodySize)
-	case c.rate < 0 || c.rate > maxRate:
-		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, maxRate)
+	case c.rate < 0 || c.rate > MaxRate:
+		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, MaxRate)
 	case c.window <= 0:
 		return fmt.Errorf("-window %d: must be positive", c.window)
 	case c.perMessage < 0:
@@ -82,12 +82,12 @@ func (c *throughputConfig) validate() error {
 // instead.
 func RunThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg throughputConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
+	return RunScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*Report, error) {
 		return throughput(ctx, &cfg, stderr)
 	})
 }
 
-func (c *throughputConfig) title() string {
+func (c *throughputConfig) Title() string {
 	rate := "unpaced"
 	if c.rate > 0 {
 		rate = fmt.Sprintf("%g/s each", c.rate)
@@ -103,38 +103,38 @@ func (c *throughputConfig) title() string {
 		shape += fmt.Sprintf(", in bursts of %v every %v", c.burstFor, c.burstEvery)
 	}
 	return fmt.Sprintf("throughput: %d publishers (%s) → %d subscribers, %d-byte bodies%s, %v",
-		c.publishers, rate, c.subscribers, max(c.size, load.StampLen), shape, c.duration)
+		c.publishers, rate, c.subscribers, max(c.size, load.StampLen), shape, c.Duration)
 }
 
-func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*runReport, error) {
-	r := newLoadRun(&cfg.common, stderr)
-	defer r.closeAll()
+func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*Report, error) {
+	r := NewLoadRun(&cfg.Common, stderr)
+	defer r.CloseAll()
 	cls := &load.Class{Name: "throughput", Fanout: int64(cfg.subscribers), Publishers: cfg.publishers, Subscribers: cfg.subscribers}
-	r.classes = []*load.Class{cls}
+	r.Classes = []*load.Class{cls}
 	r.perMessage = int64(cfg.perMessage)
 	if cfg.rate == 0 {
 		r.win = load.NewWindow(int64(cfg.window), cls.Fanout)
 	}
-	dest := cfg.topicPrefix + "throughput"
+	dest := cfg.TopicPrefix + "throughput"
 	cls.Subs = make([]*load.Subscriber, cfg.subscribers)
-	err := parallel(ctx, cfg.subscribers, dialConcurrency, func(i int) error {
+	err := Parallel(ctx, cfg.subscribers, DialConcurrency, func(i int) error {
 		var err error
-		cls.Subs[i], err = r.subscribe(ctx, cls, strconv.Itoa(i), dest, true)
+		cls.Subs[i], err = r.Subscribe(ctx, cls, strconv.Itoa(i), dest, true)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	cls.Pubs = make([]*load.Publisher, cfg.publishers)
-	err = parallel(ctx, cfg.publishers, dialConcurrency, func(i int) error {
+	err = Parallel(ctx, cfg.publishers, DialConcurrency, func(i int) error {
 		var err error
-		cls.Pubs[i], err = r.publish(ctx, cls, uint32(i), dest, cfg.size)
+		cls.Pubs[i], err = r.Publish(ctx, cls, uint32(i), dest, cfg.size)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
+	res := r.Execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		for _, p := range cls.Pubs {
 			wg.Add(1)
 			go func() {
@@ -143,24 +143,24 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 					if cfg.burstEvery > 0 {
 						p.Bursts = load.Bursts{Every: cfg.burstEvery, On: cfg.burstFor}
 					}
-					p.RunPaced(ctx, r.ck, start, end, cfg.rate)
+					p.RunPaced(ctx, r.Clock, start, end, cfg.rate)
 					return
 				}
 				time.Sleep(time.Until(start))
-				p.RunUnpaced(ctx, r.ck, end, r.win)
+				p.RunUnpaced(ctx, r.Clock, end, r.win)
 			}()
 		}
 	})
-	rep := &runReport{
+	rep := &Report{
 		Scenario: "throughput",
-		Target:   cfg.url,
-		Started:  r.ck.Base,
+		Target:   cfg.URL,
+		Started:  r.Clock.Base,
 		Settings: map[string]any{
 			"publishers": cfg.publishers, "subscribers": cfg.subscribers,
 			"size": max(cfg.size, load.StampLen), "rate": cfg.rate, "window": cfg.window,
 			"frames_per_message": cfg.perMessage,
 			"burst_every":        cfg.burstEvery.String(), "burst_for": cfg.burstFor.String(),
-			"duration": cfg.duration.String(),
+			"duration": cfg.Duration.String(),
 		},
 	}
 	rep.fromLoad(res)

@@ -87,17 +87,17 @@ func TestURLs(t *testing.T) {
 		"ws://127.0.0.1:8080/ws": true, "ws://localhost/ws": true, "ws://[::1]:80/": true,
 		"ws://10.0.0.1/ws": false, "wss://example.com/": false,
 	} {
-		if got := loopbackTarget(u); got != want {
+		if got := LoopbackTarget(u); got != want {
 			t.Errorf("loopbackTarget(%q) = %v, want %v", u, got, want)
 		}
 	}
-	if got := sourceAddr(blockIdle, 0).String(); got != "127.1.0.1" {
+	if got := SourceAddr(blockIdle, 0).String(); got != "127.1.0.1" {
 		t.Errorf("sourceAddr(idle, 0) = %s, want 127.1.0.1", got)
 	}
-	if got := sourceAddr(blockStorm, 1).String(); got != "127.0.0.2" {
+	if got := SourceAddr(blockStorm, 1).String(); got != "127.0.0.2" {
 		t.Errorf("sourceAddr(storm, 1) = %s, want 127.0.0.2", got)
 	}
-	if got := sourceAddr(blockLoad, 254).String(); got != "127.2.1.1" {
+	if got := SourceAddr(blockLoad, 254).String(); got != "127.2.1.1" {
 		t.Errorf("sourceAddr(load, 254) = %s, want 127.2.1.1", got)
 	}
 }

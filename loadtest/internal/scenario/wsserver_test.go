@@ -90,15 +90,15 @@ func startStompgate(t *testing.T, limit int, hs ...handshake.Limit) string {
 // testCommon is the options of a short run against the server at url,
 // whose /metrics is on the same listener (the test servers here serve
 // both on one).
-func testCommon(url string, d time.Duration) common {
-	c := common{url: url, topicPrefix: "/topic/loadtest.", duration: d, spread: true, noProgress: true}
+func testCommon(url string, d time.Duration) Common {
+	c := Common{URL: url, TopicPrefix: "/topic/loadtest.", Duration: d, Spread: true, NoProgress: true}
 	if u, err := neturl.Parse(url); err == nil {
-		c.metricsURL = "http://" + u.Host + "/metrics"
+		c.MetricsURL = "http://" + u.Host + "/metrics"
 	}
 	return c
 }
 
-func classNamed(t *testing.T, r *runReport, name string) report.ClassReport {
+func classNamed(t *testing.T, r *Report, name string) report.ClassReport {
 	t.Helper()
 	for _, c := range r.Classes {
 		if c.Name == name {
@@ -113,7 +113,7 @@ func TestFloodAgainstStompgate(t *testing.T) {
 	const limit = 20
 	url := startStompgate(t, limit)
 	cfg := floodConfig{
-		common: testCommon(url, 2*time.Second),
+		Common: testCommon(url, 2*time.Second),
 		normal: 12, normalRate: 2,
 		abusers: 2, abuserRate: 200,
 		roomSize: 5,
@@ -136,7 +136,7 @@ func TestFloodAgainstStompgate(t *testing.T) {
 	// Each abuser has its own observer: what it received is what the
 	// server let through from that session. A fixed window lets at most
 	// limit per started second through.
-	bound := int64(limit) * (int64(cfg.duration/time.Second) + 1)
+	bound := int64(limit) * (int64(cfg.Duration/time.Second) + 1)
 	if s := abuser.PerSubscriberDelivered; s == nil || s.Max > bound || s.Min == 0 {
 		t.Errorf("abuser delivered per session %+v, want within (0, %d]", s, bound)
 	}
@@ -173,7 +173,7 @@ func TestHandshakeStormUnlimitedServer(t *testing.T) {
 	// A server without a handshake limiter accepts everything; the
 	// expectation is still computed from the policy.
 	url := startStompgate(t, 20)
-	cfg := stormConfig{common: testCommon(url, 10*time.Second), ips: 2, attempts: 8, rate: 0, policyRate: 3, policyBurst: 5}
+	cfg := stormConfig{Common: testCommon(url, 10*time.Second), ips: 2, attempts: 8, rate: 0, policyRate: 3, policyBurst: 5}
 	rep := storm(t.Context(), &cfg, nil)
 	s := rep.Storm
 	if s.Accepted != 16 || s.Limited != 0 || s.Other != 0 {
@@ -191,7 +191,7 @@ func TestHandshakeStormUnlimitedServer(t *testing.T) {
 
 func TestIdleAgainstStompgate(t *testing.T) {
 	url := startStompgate(t, 20)
-	cfg := idleConfig{common: testCommon(url, 1500*time.Millisecond), sessions: 30, sessionsPerIP: 1, concurrency: 10, settle: 100 * time.Millisecond}
+	cfg := idleConfig{Common: testCommon(url, 1500*time.Millisecond), sessions: 30, sessionsPerIP: 1, concurrency: 10, settle: 100 * time.Millisecond}
 	rep := idle(t.Context(), &cfg, nil)
 	ir := rep.Idle
 	if ir.Opened != 30 || ir.Failed != 0 || ir.ClosedByServer != 0 {
@@ -206,7 +206,7 @@ func TestIdleAgainstStompgate(t *testing.T) {
 
 func TestHandshakeStormAgainstLimiter(t *testing.T) {
 	url := startStompgate(t, 20, handshake.Limit{Name: "ws_handshake", Rate: 3000, Burst: 5})
-	cfg := stormConfig{common: testCommon(url, 10*time.Second), ips: 3, attempts: 12, rate: 0, policyRate: 3, policyBurst: 5}
+	cfg := stormConfig{Common: testCommon(url, 10*time.Second), ips: 3, attempts: 12, rate: 0, policyRate: 3, policyBurst: 5}
 	rep := storm(t.Context(), &cfg, nil)
 	s := rep.Storm
 	for _, ip := range s.IPs {

@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+
 	"github.com/stompgate/stompgate/loadtest/internal/load"
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
@@ -23,7 +25,7 @@ import (
 
 // abuseConfig are the settings of the abuse scenario.
 type abuseConfig struct {
-	common
+	scenario.Common
 	attacks        string
 	sampleInterval time.Duration
 
@@ -173,11 +175,11 @@ const (
 	maxInjectSize = 64 << 20
 )
 
-func (c *abuseConfig) flagSet(stderr io.Writer) *flag.FlagSet {
-	fs := newFlagSet("abuse", stderr)
-	c.register(fs, defaultAttackDuration)
+func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
+	fs := scenario.NewFlagSet("abuse", stderr)
+	c.Register(fs, defaultAttackDuration)
 	fs.Lookup("duration").Usage = "how long each attack runs (same as -duration-per-attack)"
-	fs.DurationVar(&c.duration, "duration-per-attack", defaultAttackDuration, "how long each attack runs; commit-burst runs -commit-after longer")
+	fs.DurationVar(&c.Duration, "duration-per-attack", defaultAttackDuration, "how long each attack runs; commit-burst runs -commit-after longer")
 	fs.StringVar(&c.attacks, "attacks", strings.Join(allAttacks, ","), "comma-separated attacks to run, in this order: "+strings.Join(allAttacks, ", "))
 	fs.DurationVar(&c.sampleInterval, "sample-interval", defaultSampleInterval, "how often the server's RSS and CPU are read (from -pid, else from -metrics-url)")
 
@@ -253,7 +255,7 @@ func splitComma(v string) []string {
 	return out
 }
 
-func (c *abuseConfig) validate() error {
+func (c *abuseConfig) Validate() error {
 	if _, err := c.attackList(); err != nil {
 		return err
 	}
@@ -288,14 +290,14 @@ func (c *abuseConfig) validate() error {
 	switch {
 	case c.appTotalBytes <= 0:
 		return fmt.Errorf("-app-stream-total-bytes %d: must be positive", c.appTotalBytes)
-	case c.duration > maxAttackDuration:
-		return fmt.Errorf("-duration-per-attack %v: above the maximum %v", c.duration, maxAttackDuration)
+	case c.Duration > maxAttackDuration:
+		return fmt.Errorf("-duration-per-attack %v: above the maximum %v", c.Duration, maxAttackDuration)
 	case c.commitAfter <= 0 || c.commitAfter > maxAttackDuration:
 		return fmt.Errorf("-commit-after %v: must be in (0, %v]", c.commitAfter, maxAttackDuration)
 	case c.sampleInterval < 10*time.Millisecond:
 		return fmt.Errorf("-sample-interval %v: below 10ms", c.sampleInterval)
-	case c.honestRate <= 0 || c.honestRate > maxRate:
-		return fmt.Errorf("-honest-rate %v: must be in (0, %d]", c.honestRate, maxRate)
+	case c.honestRate <= 0 || c.honestRate > scenario.MaxRate:
+		return fmt.Errorf("-honest-rate %v: must be in (0, %d]", c.honestRate, scenario.MaxRate)
 	case c.honestRead < 0:
 		return fmt.Errorf("-honest-read-rate %d is negative", c.honestRead)
 	case c.sendLimit <= 1:
@@ -306,10 +308,10 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-flood-sessions %d: must be in [0, %d]", c.floodSessions, maxAttackSessions)
 	case c.baselineP99 < 0:
 		return fmt.Errorf("-baseline-p99 %v is negative", c.baselineP99)
-	case c.perIPRate <= 0 || c.perIPRate > maxRate:
-		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, maxRate)
-	case c.handshakeRate <= 0 || c.handshakeRate > maxRate:
-		return fmt.Errorf("-handshake-rate %v: must be in (0, %d]", c.handshakeRate, maxRate)
+	case c.perIPRate <= 0 || c.perIPRate > scenario.MaxRate:
+		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, scenario.MaxRate)
+	case c.handshakeRate <= 0 || c.handshakeRate > scenario.MaxRate:
+		return fmt.Errorf("-handshake-rate %v: must be in (0, %d]", c.handshakeRate, scenario.MaxRate)
 	case c.handshakeBurst < 0:
 		return fmt.Errorf("-handshake-burst %d is negative", c.handshakeBurst)
 	case c.slowReadRate <= 0:
@@ -318,25 +320,25 @@ func (c *abuseConfig) validate() error {
 		return fmt.Errorf("-slow-read-buffer %d: must be positive", c.slowReadBuffer)
 	case c.injectSize < 1 || c.injectSize > maxInjectSize:
 		return fmt.Errorf("-inject-size %d: must be in [1, %d]", c.injectSize, maxInjectSize)
-	case c.injectRate <= 0 || c.injectRate > maxRate:
-		return fmt.Errorf("-inject-rate %v: must be in (0, %d]", c.injectRate, maxRate)
+	case c.injectRate <= 0 || c.injectRate > scenario.MaxRate:
+		return fmt.Errorf("-inject-rate %v: must be in (0, %d]", c.injectRate, scenario.MaxRate)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
 	return nil
 }
 
-func (c *abuseConfig) title() string {
+func (c *abuseConfig) Title() string {
 	list, _ := c.attackList()
 	return fmt.Sprintf("abuse: %s, %v each; honest room of %d publishers at %g SEND/s and %d subscribers",
-		strings.Join(list, ", "), c.duration, c.honestPubs, c.honestRate, c.honestSubs)
+		strings.Join(list, ", "), c.Duration, c.honestPubs, c.honestRate, c.honestSubs)
 }
 
 // RunAbuse is the abuse scenario: each attack in turn against the target,
 // while an honest room talks through it.
 func RunAbuse(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg abuseConfig
-	return runScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*runReport, error) {
+	return scenario.RunScenario(ctx, &cfg, args, stdout, stderr, func(ctx context.Context) (*scenario.Report, error) {
 		return abuse(ctx, &cfg, stderr)
 	})
 }
@@ -394,19 +396,19 @@ func newAttack(name string, env *attackEnv) attack {
 // period is how long an attack's load period lasts.
 func (c *abuseConfig) period(name string) time.Duration {
 	if name == attackCommitBurst {
-		return c.commitAfter + c.duration
+		return c.commitAfter + c.Duration
 	}
-	return c.duration
+	return c.Duration
 }
 
-func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*runReport, error) {
+func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*scenario.Report, error) {
 	names, err := cfg.attackList()
 	if err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	cpu0 := procstat.SelfCPU()
-	src := scrape.Usage{PID: cfg.pid, URL: cfg.metricsEndpoint()}
+	src := scrape.Usage{PID: cfg.PID, URL: cfg.MetricsEndpoint()}
 	ar := &abuseReport{SendLimit: cfg.sendLimit, SessionCap: cfg.sessionCap}
 	var sources atomic.Int64
 	var rss []float64
@@ -416,7 +418,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*runReport,
 			interrupted = true
 			break
 		}
-		if !cfg.noProgress {
+		if !cfg.NoProgress {
 			fmt.Fprintf(stderr, "%s: %v\n", name, cfg.period(name))
 		}
 		res, samp, err := runAttack(ctx, cfg, name, src, &sources, stderr)
@@ -440,17 +442,17 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*runReport,
 	ar.NotRun = append(ar.NotRun, names[len(ar.Attacks):]...)
 	ar.judge(cfg)
 	elapsed := report.Round3(time.Since(start).Seconds())
-	rep := &runReport{
+	rep := &scenario.Report{
 		Scenario:       "abuse",
-		Target:         cfg.url,
+		Target:         cfg.URL,
 		Started:        start,
 		LoadSeconds:    elapsed,
 		ElapsedSeconds: elapsed,
 		Interrupted:    interrupted,
 		Abuse:          ar,
-		Tool:           toolReportOf(procstat.SelfCPU()-cpu0, 0),
+		Tool:           scenario.ToolReportOf(procstat.SelfCPU()-cpu0, 0),
 		Settings: map[string]any{
-			"attacks": names, "duration_per_attack": cfg.duration.String(),
+			"attacks": names, "duration_per_attack": cfg.Duration.String(),
 			"honest_subscribers": cfg.honestSubs, "honest_publishers": cfg.honestPubs,
 			"honest_rate": cfg.honestRate, "honest_read_rate": cfg.honestRead,
 			"send_limit": cfg.sendLimit, "session_cap": cfg.sessionCap,
@@ -488,36 +490,36 @@ func mergeSeries(a, b []float64) []float64 {
 // and runner.go's execute runs the room's publishers and the attack
 // together, samples progress, drains and measures.
 func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Usage, sources *atomic.Int64, stderr io.Writer) (attackResult, *usageSampler, error) {
-	rc := cfg.common
-	rc.duration = cfg.period(name)
-	r := newLoadRun(&rc, stderr)
-	defer r.closeAll()
+	rc := cfg.Common
+	rc.Duration = cfg.period(name)
+	r := scenario.NewLoadRun(&rc, stderr)
+	defer r.CloseAll()
 	honest := &load.Class{Name: "honest", Fanout: int64(cfg.honestSubs), Publishers: cfg.honestPubs, Subscribers: cfg.honestSubs}
-	r.classes = []*load.Class{honest}
-	room := cfg.topicPrefix + "room." + name
+	r.Classes = []*load.Class{honest}
+	room := cfg.TopicPrefix + "room." + name
 	honest.Subs = make([]*load.Subscriber, cfg.honestSubs)
-	r.subSetup = func(s *load.Subscriber) { s.ReadBPS, s.Browser, s.StampedOnly = cfg.honestRead, true, true }
-	err := parallel(ctx, cfg.honestSubs, dialConcurrency, func(i int) error {
+	r.SubSetup = func(s *load.Subscriber) { s.ReadBPS, s.Browser, s.StampedOnly = cfg.honestRead, true, true }
+	err := scenario.Parallel(ctx, cfg.honestSubs, scenario.DialConcurrency, func(i int) error {
 		var err error
-		honest.Subs[i], err = r.subscribe(ctx, honest, "0", room, true)
+		honest.Subs[i], err = r.Subscribe(ctx, honest, "0", room, true)
 		return err
 	})
-	r.subSetup = nil
+	r.SubSetup = nil
 	if err != nil {
 		return attackResult{}, nil, err
 	}
 	honest.Pubs = make([]*load.Publisher, cfg.honestPubs)
-	err = parallel(ctx, cfg.honestPubs, dialConcurrency, func(i int) error {
+	err = scenario.Parallel(ctx, cfg.honestPubs, scenario.DialConcurrency, func(i int) error {
 		var err error
-		honest.Pubs[i], err = r.publish(ctx, honest, uint32(i), room, cfg.honestBytes)
+		honest.Pubs[i], err = r.Publish(ctx, honest, uint32(i), room, cfg.honestBytes)
 		return err
 	})
 	if err != nil {
 		return attackResult{}, nil, err
 	}
 
-	env := &attackEnv{cfg: cfg, run: r, room: room, d: newDialer(&cfg.common), sources: sources,
-		spread: cfg.spread && loopbackTarget(cfg.url)}
+	env := &attackEnv{cfg: cfg, run: r, room: room, d: scenario.NewDialer(&cfg.Common), sources: sources,
+		Spread: cfg.Spread && scenario.LoopbackTarget(cfg.URL)}
 	samp := startSampler(ctx, src, cfg.sampleInterval)
 	a := newAttack(name, env)
 	if err := a.prepare(ctx); err != nil {
@@ -531,8 +533,8 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 		periodEnd    time.Time
 		attackDoneAt time.Time
 	)
-	res := r.execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
-		r.pace(ctx, honest.Pubs, start, end, cfg.honestRate, wg)
+	res := r.Execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
+		r.Pace(ctx, honest.Pubs, start, end, cfg.honestRate, wg)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -551,7 +553,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 	out := attackResult{
 		Name:        name,
 		Seconds:     report.Round3(periodEnd.Sub(period0).Seconds()),
-		Interrupted: res.interrupted,
+		Interrupted: res.Interrupted,
 		Server:      samp.usage(period0, periodEnd),
 		Attacker:    atk,
 		Honest:      honestOf(res, honest),
@@ -560,9 +562,9 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 }
 
 // honestOf reads the honest room's figures from the run's result.
-func honestOf(res loadResult, honest *load.Class) honestReport {
+func honestOf(res scenario.LoadResult, honest *load.Class) honestReport {
 	var cr report.ClassReport
-	for _, c := range res.classes {
+	for _, c := range res.Classes {
 		if c.Name == honest.Name {
 			cr = c
 		}

@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"slices"
@@ -28,16 +28,17 @@ func TestRelayInjectAgainstWsserver(t *testing.T) {
 			cfg := shortAbuse(url, pid)
 			cfg.attacks, cfg.redisURL = attackRelayInject, "redis://"+rs.Addr
 			cfg.injectSize = 5 << 20
-			if err := cfg.validate(); err != nil {
+			if err := cfg.Validate(); err != nil {
 				t.Fatal(err)
 			}
 			rep, err := abuse(t.Context(), &cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := rep.Abuse.find(attackRelayInject)
+			ar := rep.Abuse.(*abuseReport)
+			a := ar.find(attackRelayInject)
 			if a == nil {
-				t.Fatalf("relay-inject did not run: %+v", rep.Abuse.Attacks)
+				t.Fatalf("relay-inject did not run: %+v", ar.Attacks)
 			}
 			if a.Attacker.Figures[figInjectedLarge] < 1 || a.Attacker.Figures[figInjectedForged] < 2 {
 				t.Fatalf("injected %v, want large and forged payloads", a.Attacker.Figures)
@@ -52,7 +53,7 @@ func TestRelayInjectAgainstWsserver(t *testing.T) {
 			if a.Honest.Disconnected > 0 {
 				t.Errorf("honest subscribers disconnected: %v", a.Honest.Disconnects)
 			}
-			last := rep.Abuse.Targets[len(rep.Abuse.Targets)-1]
+			last := ar.Targets[len(ar.Targets)-1]
 			if !strings.HasPrefix(last.Target, "relay-inject") || last.Status != tt.want {
 				t.Errorf("target %q = %s (%s), want %s", last.Target, last.Status, last.Detail, tt.want)
 			}

@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/load"
 
@@ -56,7 +58,7 @@ func httpTarget(wsURL string) (addr string, tlsCfg *tls.Config, host string, err
 func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attackerReport {
 	cfg := a.env.cfg
 	var rep attackerReport
-	addr, tlsCfg, host, err := httpTarget(cfg.url)
+	addr, tlsCfg, host, err := httpTarget(cfg.URL)
 	if err != nil {
 		rep.Notes = append(rep.Notes, err.Error())
 		return rep
@@ -82,7 +84,7 @@ func (a *httpIdleAttack) run(ctx context.Context, start, end time.Time) attacker
 		return rep
 	}
 	octx, cancel := context.WithDeadline(ctx, end)
-	_ = parallel(octx, cfg.httpConns, dialConcurrency, func(int) error {
+	_ = scenario.Parallel(octx, cfg.httpConns, scenario.DialConcurrency, func(int) error {
 		c, err := d.DialContext(octx, "tcp", addr)
 		if err != nil {
 			failed.Add(1)
@@ -188,7 +190,7 @@ func (a *silentAttack) run(ctx context.Context, start, end time.Time) attackerRe
 	}
 	sleepUntil(ctx, end)
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open)}
 	rep.Summary = fmt.Sprintf("%d sessions with heart-beat %s, silent and never reading: %d still open after %.1fs",
 		rep.Sessions, a.heartBeat, rep.Open, end.Sub(start).Seconds())
@@ -218,7 +220,7 @@ func (a *perIPAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
 	a.cls = &load.Class{Name: "per-ip"}
 	var err error
-	a.observer, err = a.env.run.subscribe(ctx, a.cls, "0", a.env.dest("per-ip"), false)
+	a.observer, err = a.env.run.Subscribe(ctx, a.cls, "0", a.env.dest("per-ip"), false)
 	return err
 }
 
@@ -278,7 +280,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 			pubs.Add(1)
 			go func() {
 				defer pubs.Done()
-				p.RunPaced(actx, a.env.run.ck, time.Now(), end, cfg.perIPRate)
+				p.RunPaced(actx, a.env.run.Clock, time.Now(), end, cfg.perIPRate)
 			}()
 		}
 	}()
@@ -299,7 +301,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 	opener.Wait()
 	pubs.Wait()
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 
 	last := samples[len(samples)-1]
 	first := samples[0]

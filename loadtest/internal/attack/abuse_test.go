@@ -1,10 +1,11 @@
-package scenario
+package attack
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
@@ -58,7 +61,7 @@ func startWsserver(t *testing.T, args ...string) (string, int) {
 // shortAbuse is every attack, scaled down to run in seconds.
 func shortAbuse(url string, pid int) abuseConfig {
 	c := abuseConfig{
-		common:         testCommon(url, 1500*time.Millisecond),
+		Common:         scenario.Common{URL: url, TopicPrefix: "/topic/loadtest.", Duration: 1500 * time.Millisecond, Spread: true, NoProgress: true},
 		attacks:        strings.Join(serverAttacks(), ","),
 		sampleInterval: 50 * time.Millisecond,
 		honestSubs:     2, honestPubs: 2, honestRate: 5, honestRead: defaultHonestRead, honestBytes: 100,
@@ -80,7 +83,10 @@ func shortAbuse(url string, pid int) abuseConfig {
 		jwtSecret:     testJWTSecret,
 		injectSize:    1 << 20, injectRate: 20,
 	}
-	c.pid = pid
+	c.PID = pid
+	if u, err := neturl.Parse(url); err == nil {
+		c.MetricsURL = "http://" + u.Host + "/metrics"
+	}
 	return c
 }
 
@@ -90,14 +96,14 @@ const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
 func TestAbuseAgainstWsserver(t *testing.T) {
 	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret)
 	cfg := shortAbuse(url, pid)
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := abuse(t.Context(), &cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar := rep.Abuse
+	ar := rep.Abuse.(*abuseReport)
 	if ar == nil || rep.Interrupted {
 		t.Fatalf("abuse report %+v, interrupted %v; want a completed run", ar, rep.Interrupted)
 	}
@@ -192,7 +198,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	rep.writeText(&text, cfg.title())
+	rep.WriteText(&text, cfg.Title())
 	for _, want := range append(allAttacks, "receipts keeps server RSS under 64 MiB", "honest subscribers stay connected through utf8") {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
@@ -202,7 +208,9 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	if err := json.NewEncoder(&js).Encode(rep); err != nil {
 		t.Fatal(err)
 	}
-	var back runReport
+	var back struct {
+		Abuse *abuseReport `json:"abuse"`
+	}
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.Abuse == nil || len(back.Abuse.Attacks) != len(serverAttacks()) {
 		t.Errorf("JSON round trip: %v, %+v", err, back.Abuse)
 	}

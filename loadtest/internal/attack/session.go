@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/load"
 
@@ -43,35 +45,35 @@ const (
 // settings, and the helpers that open its sessions.
 type attackEnv struct {
 	cfg  *abuseConfig
-	run  *loadRun // the honest sessions' run, for subscribe and its clock
-	room string   // the honest room's destination
+	run  *scenario.LoadRun // the honest sessions' run, for subscribe and its clock
+	room string            // the honest room's destination
 	d    *client.Dialer
 	// sources hands out attacker source addresses (blockAbuse) over the
 	// whole scenario, so that no two sessions share limiter state.
 	sources *atomic.Int64
-	spread  bool
+	Spread  bool
 }
 
 // dest names an attack's own destination.
-func (e *attackEnv) dest(name string) string { return e.cfg.topicPrefix + "abuse." + name }
+func (e *attackEnv) dest(name string) string { return e.cfg.TopicPrefix + "abuse." + name }
 
 // nextSource returns a fresh source address, or the zero Addr (system
 // chosen) when not spreading.
 func (e *attackEnv) nextSource() netip.Addr {
-	if !e.spread {
+	if !e.Spread {
 		return netip.Addr{}
 	}
-	return sourceAddr(blockAbuse, int(e.sources.Add(1)))
+	return scenario.SourceAddr(scenario.BlockAbuse, int(e.sources.Add(1)))
 }
 
 // oneClient is the single source address of attacks that come from one
 // client: sessions-per-ip and http-idle. It is the last address of the
 // abuse block, never handed out by nextSource in a realistic run.
 func (e *attackEnv) oneClient() netip.Addr {
-	if !e.spread {
+	if !e.Spread {
 		return netip.Addr{}
 	}
-	return sourceAddr(blockAbuse, maxSources-1)
+	return scenario.SourceAddr(scenario.BlockAbuse, scenario.MaxSources-1)
 }
 
 // noteList keeps a few distinct example errors for a report. The zero
@@ -176,14 +178,14 @@ func (a *attackers) startSink(s *attackSession) {
 	a.readers.Add(1)
 	go func() {
 		defer a.readers.Done()
-		s.sink.Run(a.env.run.ck, &a.done)
+		s.sink.Run(a.env.run.Clock, &a.done)
 	}()
 }
 
 // openMany opens n reading sessions, each from a fresh source address.
 func (a *attackers) openMany(ctx context.Context, n int, heartBeat string, reading bool) ([]*attackSession, error) {
 	out := make([]*attackSession, n)
-	err := parallel(ctx, n, dialConcurrency, func(i int) error {
+	err := scenario.Parallel(ctx, n, scenario.DialConcurrency, func(i int) error {
 		s, err := a.open(ctx, a.env.nextSource(), heartBeat, reading)
 		out[i] = s
 		return err
@@ -216,7 +218,7 @@ func (a *attackers) outcome(rep *attackerReport) {
 	a.mu.Unlock()
 	how := make([]string, len(sessions))
 	errs := make([]string, len(sessions))
-	_ = parallel(context.Background(), len(sessions), dialConcurrency, func(i int) error {
+	_ = scenario.Parallel(context.Background(), len(sessions), scenario.DialConcurrency, func(i int) error {
 		s := sessions[i]
 		switch {
 		case s.sink != nil && s.sink.Gone.Load():
@@ -247,8 +249,8 @@ func (a *attackers) outcome(rep *attackerReport) {
 	rep.Notes = append(rep.Notes, a.notes.all()...)
 }
 
-// closeAll ends every session and waits for the sinks.
-func (a *attackers) closeAll() {
+// CloseAll ends every session and waits for the sinks.
+func (a *attackers) CloseAll() {
 	a.done.Store(true)
 	a.mu.Lock()
 	sessions := a.sessions

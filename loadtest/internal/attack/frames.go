@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
@@ -100,7 +102,7 @@ func (a *receiptsAttack) run(ctx context.Context, start, end time.Time) attacker
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll() // unblocks a write the server stopped reading
+	a.atk.CloseAll() // unblocks a write the server stopped reading
 	wg.Wait()
 	rep.Summary = fmt.Sprintf("one session wrote %d receipt-bearing frames in messages of %d bytes (%d frames each) and read nothing",
 		rep.FramesWritten, len(msg), per)
@@ -121,12 +123,12 @@ func (a *commitBurstAttack) prepare(ctx context.Context) error {
 	var err error
 	a.sessions, err = a.atk.openMany(ctx, a.env.cfg.commitSessions, "0,0", true)
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 		return err
 	}
 	for i, s := range a.sessions {
 		if err := a.atk.write(s, websocket.MessageText, appendTx(nil, "BEGIN", "burst-"+strconv.Itoa(i)), 1); err != nil {
-			a.atk.closeAll()
+			a.atk.CloseAll()
 			return fmt.Errorf("BEGIN: %w", err)
 		}
 	}
@@ -172,7 +174,7 @@ func (a *commitBurstAttack) run(ctx context.Context, start, end time.Time) attac
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rep.Figures = map[string]float64{figCommitted: float64(committed)}
 	rep.Summary = fmt.Sprintf("%d sessions sent %g SEND/s each inside transactions for %v (%d-byte bodies), then committed %d frames together into the honest room",
 		len(a.sessions), rate, cfg.commitAfter, cfg.commitBody, committed)
@@ -192,12 +194,12 @@ func (a *txFillAttack) prepare(ctx context.Context) error {
 	var err error
 	a.sessions, err = a.atk.openMany(ctx, a.env.cfg.txSessions, "0,0", true)
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 		return err
 	}
 	for i, s := range a.sessions {
 		if err := a.atk.write(s, websocket.MessageText, appendTx(nil, "BEGIN", "fill-"+strconv.Itoa(i)), 1); err != nil {
-			a.atk.closeAll()
+			a.atk.CloseAll()
 			return fmt.Errorf("BEGIN: %w", err)
 		}
 	}
@@ -229,11 +231,11 @@ func (a *txFillAttack) run(ctx context.Context, start, end time.Time) attackerRe
 	wg.Wait()
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	sends := rep.FramesWritten - int64(len(a.sessions)) // less the BEGINs
 	rep.Figures = map[string]float64{figBytesHeld: float64(max(sends, 0) * int64(len(body)))}
 	rep.Summary = fmt.Sprintf("%d sessions wrote %d SENDs of %d bytes (%.1f MiB) into transactions never committed, %d SEND/s each",
-		len(a.sessions), max(sends, 0), len(body), mib(max(sends, 0)*int64(len(body))), cfg.sendLimit)
+		len(a.sessions), max(sends, 0), len(body), scenario.MiB(max(sends, 0)*int64(len(body))), cfg.sendLimit)
 	return rep
 }
 
@@ -258,7 +260,7 @@ func (a *utf8Attack) prepare(ctx context.Context) error {
 	for i := range a.s {
 		var err error
 		if a.s[i], err = a.atk.open(ctx, a.env.nextSource(), "0,0", true); err != nil {
-			a.atk.closeAll()
+			a.atk.CloseAll()
 			return err
 		}
 	}
@@ -304,7 +306,7 @@ func (a *utf8Attack) run(ctx context.Context, start, end time.Time) attackerRepo
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rep.Figures = map[string]float64{figTextMessages: float64(text), figBinaryMessages: float64(binary)}
 	rep.Summary = fmt.Sprintf("two sessions sent %d SENDs with a header value that is not UTF-8 into the honest room (%d in text messages, %d in binary)",
 		text+binary, text, binary)
@@ -333,10 +335,10 @@ func (a *subChurnAttack) prepare(ctx context.Context) error {
 	holders := (total + churnPerSession - 1) / churnPerSession
 	sessions, err := a.atk.openMany(ctx, holders, "0,0", false)
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 		return err
 	}
-	err = parallel(ctx, holders, dialConcurrency, func(i int) error {
+	err = scenario.Parallel(ctx, holders, scenario.DialConcurrency, func(i int) error {
 		s := sessions[i]
 		n := min(churnPerSession, total-i*churnPerSession)
 		var b []byte
@@ -366,13 +368,13 @@ func (a *subChurnAttack) prepare(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 		return err
 	}
 	a.held = total
 	a.churner, err = a.atk.open(ctx, a.env.nextSource(), "0,0", true)
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 	}
 	return err
 }
@@ -400,7 +402,7 @@ func (a *subChurnAttack) run(ctx context.Context, start, end time.Time) attacker
 	took := time.Since(began)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rate := perSecond(ops, took)
 	rep.Figures = map[string]float64{figOpsPerSec: rate, figSubscriptions: float64(a.held)}
 	rep.Summary = fmt.Sprintf("one session wrote %d SUBSCRIBE+UNSUBSCRIBE pairs (%.0f per second) on a topic holding %d subscriptions",

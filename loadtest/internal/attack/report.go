@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 )
@@ -127,11 +129,11 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 				status = "fail"
 			}
 			detail := fmt.Sprintf("peak %.1f MiB (from %.1f MiB, +%.1f MiB) over %.1fs, %d sessions",
-				mib(a.Server.RSSPeak), mib(a.Server.RSSBefore), mib(a.Server.RSSPeak-a.Server.RSSBefore), a.Seconds, a.Attacker.Sessions)
+				scenario.MiB(a.Server.RSSPeak), scenario.MiB(a.Server.RSSBefore), scenario.MiB(a.Server.RSSPeak-a.Server.RSSBefore), a.Seconds, a.Attacker.Sessions)
 			if a.Server.RSSBefore >= bound/2 {
 				// A Go server keeps the pages an earlier attack grew for
 				// minutes: the peak then says little about this attack.
-				detail += fmt.Sprintf("; RSS was already %.1f MiB before it, left by an earlier attack: run -attacks %s alone against a fresh server", mib(a.Server.RSSBefore), name)
+				detail += fmt.Sprintf("; RSS was already %.1f MiB before it, left by an earlier attack: run -attacks %s alone against a fresh server", scenario.MiB(a.Server.RSSBefore), name)
 			}
 			add(target, status, detail)
 		}
@@ -228,7 +230,7 @@ func (r *abuseReport) judgeRelayInject(add func(target, status, detail string)) 
 	}
 }
 
-func (r *abuseReport) writeText(w io.Writer) {
+func (r *abuseReport) WriteText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "attack\tseconds\tRSS before MiB\tRSS peak MiB\tgrowth MiB\tCPU s\tcores avg\tcores peak\thonest delivered/expected\thonest p99 ms\thonest disconnected\tattacker\t")
 	for _, a := range r.Attacks {
@@ -238,8 +240,8 @@ func (r *abuseReport) writeText(w io.Writer) {
 		}
 		rssB, rssP, grow, cpu, avg, peak := "n/a", "n/a", "n/a", "n/a", "n/a", "n/a"
 		if s := a.Server; s.Source != "" {
-			rssB, rssP = fmt.Sprintf("%.1f", mib(s.RSSBefore)), fmt.Sprintf("%.1f", mib(s.RSSPeak))
-			grow = fmt.Sprintf("%.1f", mib(s.RSSPeak-s.RSSBefore))
+			rssB, rssP = fmt.Sprintf("%.1f", scenario.MiB(s.RSSBefore)), fmt.Sprintf("%.1f", scenario.MiB(s.RSSPeak))
+			grow = fmt.Sprintf("%.1f", scenario.MiB(s.RSSPeak-s.RSSBefore))
 			cpu, avg, peak = fmt.Sprintf("%.2f", s.CPUSeconds), fmt.Sprintf("%.2f", s.CPUCores), fmt.Sprintf("%.2f", s.CPUCoresPeak)
 		}
 		p99 := "-"

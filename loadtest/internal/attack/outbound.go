@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/load"
 
@@ -95,7 +97,7 @@ func (a *slowReadersAttack) prepare(ctx context.Context) error {
 	for i := range a.topics {
 		a.topics[i] = a.env.dest("slow-readers." + strconv.Itoa(i))
 	}
-	err := parallel(ctx, cfg.slowReaders, dialConcurrency, func(i int) error {
+	err := scenario.Parallel(ctx, cfg.slowReaders, scenario.DialConcurrency, func(i int) error {
 		s, err := a.readers.open(ctx, a.env.nextSource(), "0,0", false)
 		if err != nil {
 			return err
@@ -122,7 +124,7 @@ func (a *slowReadersAttack) startSlowSink(s *attackSession, rate int64) {
 	a.readers.readers.Add(1)
 	go func() {
 		defer a.readers.readers.Done()
-		s.sink.Run(a.env.run.ck, &a.readers.done)
+		s.sink.Run(a.env.run.Clock, &a.readers.done)
 	}()
 }
 
@@ -164,8 +166,8 @@ func (a *slowReadersAttack) run(ctx context.Context, start, end time.Time) attac
 	a.readers.outcome(&rep)
 	var pubRep attackerReport
 	a.pubs.outcome(&pubRep)
-	a.readers.closeAll()
-	a.pubs.closeAll()
+	a.readers.CloseAll()
+	a.pubs.CloseAll()
 	rep.FramesWritten = pubRep.FramesWritten
 	rep.Notes = append(rep.Notes, pubRep.Notes...)
 	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open), figReaderMessages: float64(a.cls.Delivered.Load())}
@@ -173,7 +175,7 @@ func (a *slowReadersAttack) run(ctx context.Context, start, end time.Time) attac
 		rep.Sessions, cfg.slowReadBuffer, cfg.slowReadRate, len(pubs), cfg.slowMessage, cfg.sendLimit, rep.FramesWritten, rep.Open, end.Sub(start).Seconds())
 	if scraped {
 		rep.Figures[figQueuedPeak], rep.Figures[figOutboundBudget], rep.Figures[figOutboundSheds] = peak, budget, sheds
-		rep.Summary += fmt.Sprintf("; server's outbound total peaked at %.1f MiB (budget %.0f MiB), %.0f sessions shed for it", mib(int64(peak)), mib(int64(budget)), sheds)
+		rep.Summary += fmt.Sprintf("; server's outbound total peaked at %.1f MiB (budget %.0f MiB), %.0f sessions shed for it", scenario.MiB(int64(peak)), scenario.MiB(int64(budget)), sheds)
 	}
 	return rep
 }
@@ -194,14 +196,14 @@ func (r *abuseReport) judgeSlowReaders(cfg *abuseConfig) {
 	case !ok:
 		status, detail = "n/a", "the server's outbound metrics were not read: give -metrics-url of a server that has them"
 	case budget == 0:
-		status, detail = "fail", fmt.Sprintf("the server has no outbound budget; its total peaked at %.1f MiB", mib(int64(peak)))
+		status, detail = "fail", fmt.Sprintf("the server has no outbound budget; its total peaked at %.1f MiB", scenario.MiB(int64(peak)))
 	default:
 		bound := budget + float64(a.Attacker.Sessions)*float64(cfg.slowMessage+1024)
 		if peak > bound {
 			status = "fail"
 		}
 		detail = fmt.Sprintf("peak %.1f MiB, budget %.0f MiB (%.1f MiB with a message per reader), %.0f sessions shed, %d of %d readers open at the end",
-			mib(int64(peak)), mib(int64(budget)), mib(int64(bound)), a.Attacker.Figures[figOutboundSheds], a.Attacker.Open, a.Attacker.Sessions)
+			scenario.MiB(int64(peak)), scenario.MiB(int64(budget)), scenario.MiB(int64(bound)), a.Attacker.Figures[figOutboundSheds], a.Attacker.Open, a.Attacker.Sessions)
 	}
 	r.Targets = append(r.Targets, targetResult{Target: target, Status: status, Detail: detail})
 }
@@ -211,7 +213,7 @@ func (r *abuseReport) judgeSlowReaders(cfg *abuseConfig) {
 // the sessions shed during the attack. scraped is false when the metrics
 // could not be read or do not have them.
 func (a *slowReadersAttack) watchOutbound(ctx context.Context, start, end time.Time) (peak, budget, sheds float64, scraped bool) {
-	url := a.env.cfg.metricsEndpoint()
+	url := a.env.cfg.MetricsEndpoint()
 	if url == "" {
 		sleepUntil(ctx, end)
 		return 0, 0, 0, false

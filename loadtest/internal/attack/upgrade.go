@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"bufio"
@@ -80,12 +80,12 @@ func upgradeOnce(ctx context.Context, addr string, tlsCfg *tls.Config, local net
 func (a *upgradeFloodAttack) run(ctx context.Context, start, end time.Time) attackerReport {
 	cfg := a.env.cfg
 	var rep attackerReport
-	addr, tlsCfg, host, err := httpTarget(cfg.url)
+	addr, tlsCfg, host, err := httpTarget(cfg.URL)
 	if err != nil {
 		rep.Notes = append(rep.Notes, err.Error())
 		return rep
 	}
-	req := upgradeRequest(cfg.url, host)
+	req := upgradeRequest(cfg.URL, host)
 	local := a.env.oneClient()
 	if !sleepUntil(ctx, start) {
 		return rep

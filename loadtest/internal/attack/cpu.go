@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 
@@ -51,13 +53,13 @@ func (a *unlimitedFramesAttack) prepare(ctx context.Context) error {
 	a.atk = newAttackers(a.env)
 	n := a.env.cfg.floodSessions
 	a.s, a.raw = make([]*attackSession, n), make([]net.Conn, n)
-	err := parallel(ctx, n, dialConcurrency, func(i int) error {
+	err := scenario.Parallel(ctx, n, scenario.DialConcurrency, func(i int) error {
 		var err error
 		a.s[i], a.raw[i], err = a.openRaw(ctx, a.env.nextSource())
 		return err
 	})
 	if err != nil {
-		a.atk.closeAll()
+		a.atk.CloseAll()
 	}
 	return err
 }
@@ -130,7 +132,7 @@ func (a *unlimitedFramesAttack) run(ctx context.Context, start, end time.Time) a
 	took := time.Since(began)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll() // unblocks writes the server stopped reading
+	a.atk.CloseAll() // unblocks writes the server stopped reading
 	wg.Wait()
 	rate := perSecond(a.atk.written.Load(), took)
 	rep.FramesWritten = a.atk.written.Load()
@@ -184,7 +186,7 @@ func (a *tokenChurnAttack) prepare(ctx context.Context) error {
 	for _, p := range []**attackSession{&a.alternating, &a.renewing} {
 		c, err := d.Dial(ctx, client.HTTPClientFrom(a.env.nextSource()), "0,0")
 		if err != nil {
-			a.atk.closeAll()
+			a.atk.CloseAll()
 			return err
 		}
 		*p = a.atk.adopt(c, true)
@@ -254,7 +256,7 @@ func (a *tokenChurnAttack) run(ctx context.Context, start, end time.Time) attack
 	a.atk.outcome(&rep)
 	renewingClosed := a.renewing.sink.Gone.Load()
 	alternatingOpen := !a.alternating.sink.Gone.Load()
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	wg.Wait()
 	rep.Figures = map[string]float64{figTokenFrames: float64(rep.FramesWritten), figFramesPerSec: perSecond(rep.FramesWritten, took),
 		figOpenAtEnd: b2f(alternatingOpen)}

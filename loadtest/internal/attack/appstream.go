@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 
@@ -177,7 +179,7 @@ func (a *appFillAttack) run(ctx context.Context, start, end time.Time) attackerR
 
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rep.Figures = map[string]float64{
 		figAppSessions:     float64(opened.Load()),
 		figHonestAppSent:   float64(honest.sent),
@@ -194,9 +196,9 @@ func (a *appFillAttack) run(ctx context.Context, start, end time.Time) attackerR
 		}
 		_ = a.rdb.Close()
 		rep.Figures[figRedisBefore], rep.Figures[figRedisPeak], rep.Figures[figRedisAfter] = float64(a.before), float64(peak.Load()), float64(after)
-		rep.Summary += fmt.Sprintf("; Redis used_memory %.1f MiB before, %.1f MiB peak, %.1f MiB after", mib(a.before), mib(peak.Load()), mib(after))
+		rep.Summary += fmt.Sprintf("; Redis used_memory %.1f MiB before, %.1f MiB peak, %.1f MiB after", scenario.MiB(a.before), scenario.MiB(peak.Load()), scenario.MiB(after))
 	}
-	if u := cfg.metricsEndpoint(); u != "" {
+	if u := cfg.MetricsEndpoint(); u != "" {
 		if s, err := scrape.Fetch(context.WithoutCancel(ctx), u); err == nil && s.Has("stompgate_app_backlog_refusals_total") {
 			var parts []string
 			for _, b := range []string{"principal", "address", "total", "entries"} {

@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func (a *relayInjectAttack) prepare(ctx context.Context) error {
 		_ = a.rdb.Close()
 		return fmt.Errorf("-redis-url: %w", err)
 	}
-	if url := a.env.cfg.metricsEndpoint(); url != "" {
+	if url := a.env.cfg.MetricsEndpoint(); url != "" {
 		a.before, _ = scrape.Fetch(ctx, url)
 	}
 	return nil
@@ -136,7 +136,7 @@ func (a *relayInjectAttack) run(ctx context.Context, start, end time.Time) attac
 	}
 	rep.Figures = map[string]float64{figInjectedLarge: float64(bigSent), figInjectedForged: float64(smallSent)}
 	dropped := "server drops not measured (no -metrics-url)"
-	if url := cfg.metricsEndpoint(); url != "" && a.before != nil {
+	if url := cfg.MetricsEndpoint(); url != "" && a.before != nil {
 		if after, err := scrape.Fetch(ctx, url); err == nil {
 			var parts []string
 			for _, r := range relayInjectReasons {

@@ -1,9 +1,11 @@
-package scenario
+package attack
 
 import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 
@@ -170,7 +172,7 @@ func (s *usageSampler) rssPerSecond(base time.Time) []float64 {
 		for len(out) <= i {
 			out = append(out, 0)
 		}
-		out[i] = max(out[i], report.Round3(mib(x.rss)))
+		out[i] = max(out[i], report.Round3(scenario.MiB(x.rss)))
 	}
 	return out
 }

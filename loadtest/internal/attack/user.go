@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"bytes"
@@ -145,7 +145,7 @@ func (a *userForgeAttack) run(ctx context.Context, start, end time.Time) attacke
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	readers.Wait()
 	stopRead()
 	a.victim.Close()

@@ -1,4 +1,4 @@
-package scenario
+package attack
 
 import (
 	"context"
@@ -113,7 +113,7 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 	}
 	ccancel()
 	a.atk.outcome(&rep)
-	a.atk.closeAll()
+	a.atk.CloseAll()
 	rep.Refused += refused.Load()
 	rep.Figures = map[string]float64{
 		figIPv6Addresses: float64(accepted.Load() + refused.Load()),
