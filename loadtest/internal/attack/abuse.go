@@ -12,15 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
 	"github.com/stompgate/stompgate/internal/procstat"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // abuseConfig are the settings of the abuse scenario.

@@ -14,13 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
 	"github.com/stompgate/stompgate/internal/testproc"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // startWsserver builds cmd/wsserver, starts it with its default settings
@@ -56,6 +53,21 @@ func startWsserver(t *testing.T, args ...string) (string, int) {
 		t.Fatalf("wsserver not ready: %v\n%s", err, p.Output())
 	}
 	return "ws://" + addr + "/ws", cmd.Process.Pid
+}
+
+// runShort validates cfg and runs it, returning the report and its abuse
+// section (nil when there is none).
+func runShort(t *testing.T, cfg *abuseConfig) (*scenario.Report, *abuseReport) {
+	t.Helper()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := abuse(t.Context(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, _ := rep.Abuse.(*abuseReport)
+	return rep, ar
 }
 
 // shortAbuse is every attack, scaled down to run in seconds.
@@ -96,14 +108,7 @@ const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
 func TestAbuseAgainstWsserver(t *testing.T) {
 	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret)
 	cfg := shortAbuse(url, pid)
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := abuse(t.Context(), &cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ar := rep.Abuse.(*abuseReport)
+	rep, ar := runShort(t, &cfg)
 	if ar == nil || rep.Interrupted {
 		t.Fatalf("abuse report %+v, interrupted %v; want a completed run", ar, rep.Interrupted)
 	}

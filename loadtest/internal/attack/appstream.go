@@ -10,15 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

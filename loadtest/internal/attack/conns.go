@@ -13,13 +13,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
 	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 )
 
 // The attacks in this file abuse the server through connections it keeps:

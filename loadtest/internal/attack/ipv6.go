@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
 	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 )
 
 // ipv6PrefixAttack: one host spreads its handshakes over addresses of

@@ -10,15 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
-
-	"github.com/coder/websocket"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // Slow-readers sizes, each with its reason.

@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 	"github.com/stompgate/stompgate/relay"
 )
 

@@ -28,14 +28,7 @@ func TestRelayInjectAgainstWsserver(t *testing.T) {
 			cfg := shortAbuse(url, pid)
 			cfg.attacks, cfg.redisURL = attackRelayInject, "redis://"+rs.Addr
 			cfg.injectSize = 5 << 20
-			if err := cfg.Validate(); err != nil {
-				t.Fatal(err)
-			}
-			rep, err := abuse(t.Context(), &cfg, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ar := rep.Abuse.(*abuseReport)
+			_, ar := runShort(t, &cfg)
 			a := ar.find(attackRelayInject)
 			if a == nil {
 				t.Fatalf("relay-inject did not run: %+v", ar.Attacks)

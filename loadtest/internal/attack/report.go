@@ -7,9 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
 	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 )
 
 // abuseReport is the outcome of the abuse scenario.

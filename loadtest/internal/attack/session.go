@@ -13,14 +13,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/coder/websocket"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

@@ -5,10 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/scenario"
-
 	"github.com/stompgate/stompgate/loadtest/internal/report"
-
+	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 

@@ -7,10 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/coder/websocket"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

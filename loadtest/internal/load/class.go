@@ -6,9 +6,9 @@ package load
 import (
 	"sync/atomic"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 )
 
 // Class is a group of sessions counted together (normal users, abusers,

@@ -5,12 +5,10 @@ import (
 	"io"
 	"testing"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	gostompframe "github.com/go-stomp/stomp/v3/frame"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

@@ -10,13 +10,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/coder/websocket"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

@@ -10,13 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/stompgate/stompgate/internal/procstat"
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // idleConfig are the settings of the idle scenario.

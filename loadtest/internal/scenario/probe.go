@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
 	"github.com/stompgate/stompgate/internal/procstat"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // serverReport is what the server says about itself over the run: its

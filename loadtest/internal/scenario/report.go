@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
-
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 

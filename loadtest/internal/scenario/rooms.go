@@ -10,13 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // roomsConfig are the settings of the rooms scenario.

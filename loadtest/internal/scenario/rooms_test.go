@@ -14,14 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/load"
-
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/coder/websocket"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/stompframe"
 )
 

@@ -16,14 +16,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
-	"github.com/stompgate/stompgate/loadtest/internal/scrape"
-
-	"github.com/stompgate/stompgate/loadtest/internal/client"
-
 	"github.com/coder/websocket"
+
 	"github.com/stompgate/stompgate/internal/procstat"
+	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // stormConfig are the settings of the handshake-storm scenario.

@@ -10,12 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stompgate/stompgate/loadtest/internal/report"
-
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/stompgate/stompgate/handshake"
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessionlimit"
