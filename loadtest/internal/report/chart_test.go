@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -126,5 +127,17 @@ func TestYAxis(t *testing.T) {
 	}
 	if got, want := ax.y(1000), float64(padTop+plotH/2); got != want {
 		t.Errorf("log axis y(1000) = %v, want the middle %v", got, want)
+	}
+}
+
+// TestSeriesJSON checks that the chart's grouping stays out of the JSON
+// report: a series there is its name and values.
+func TestSeriesJSON(t *testing.T) {
+	b, err := json.Marshal(Series{Name: "normal delivered", Values: []float64{1.5}, Group: "normal", Style: StyleDashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(b), `{"name":"normal delivered","values":[1.5]}`; got != want {
+		t.Errorf("json.Marshal(Series) = %s, want %s", got, want)
 	}
 }

@@ -16,8 +16,8 @@ type Series struct {
 	// Group and Style are for the chart: the series of one group (a
 	// class's delivered, sent and undelivered) share a colour and differ
 	// in style. An empty group is a group of its own.
-	Group string
-	Style LineStyle
+	Group string    `json:"-"`
+	Style LineStyle `json:"-"`
 }
 
 // LineStyle tells a group's series apart on the chart.
