@@ -515,7 +515,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 	}
 
 	env := &attackEnv{cfg: cfg, run: r, room: room, d: scenario.NewDialer(&cfg.Common), sources: sources,
-		Spread: cfg.Spread && scenario.LoopbackTarget(cfg.URL)}
+		spread: cfg.Spread && scenario.LoopbackTarget(cfg.URL)}
 	samp := startSampler(ctx, src, cfg.sampleInterval)
 	a := newAttack(name, env)
 	if err := a.prepare(ctx); err != nil {

@@ -176,7 +176,7 @@ func (a *appFillAttack) run(ctx context.Context, start, end time.Time) attackerR
 
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rep.Figures = map[string]float64{
 		figAppSessions:     float64(opened.Load()),
 		figHonestAppSent:   float64(honest.sent),

@@ -187,7 +187,7 @@ func (a *silentAttack) run(ctx context.Context, start, end time.Time) attackerRe
 	}
 	sleepUntil(ctx, end)
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open)}
 	rep.Summary = fmt.Sprintf("%d sessions with heart-beat %s, silent and never reading: %d still open after %.1fs",
 		rep.Sessions, a.heartBeat, rep.Open, end.Sub(start).Seconds())
@@ -298,7 +298,7 @@ func (a *perIPAttack) run(ctx context.Context, start, end time.Time) attackerRep
 	opener.Wait()
 	pubs.Wait()
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 
 	last := samples[len(samples)-1]
 	first := samples[0]

@@ -57,7 +57,7 @@ func (a *unlimitedFramesAttack) prepare(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 	}
 	return err
 }
@@ -130,7 +130,7 @@ func (a *unlimitedFramesAttack) run(ctx context.Context, start, end time.Time) a
 	took := time.Since(began)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll() // unblocks writes the server stopped reading
+	a.atk.closeAll() // unblocks writes the server stopped reading
 	wg.Wait()
 	rate := perSecond(a.atk.written.Load(), took)
 	rep.FramesWritten = a.atk.written.Load()
@@ -184,7 +184,7 @@ func (a *tokenChurnAttack) prepare(ctx context.Context) error {
 	for _, p := range []**attackSession{&a.alternating, &a.renewing} {
 		c, err := d.Dial(ctx, client.HTTPClientFrom(a.env.nextSource()), "0,0")
 		if err != nil {
-			a.atk.CloseAll()
+			a.atk.closeAll()
 			return err
 		}
 		*p = a.atk.adopt(c, true)
@@ -254,7 +254,7 @@ func (a *tokenChurnAttack) run(ctx context.Context, start, end time.Time) attack
 	a.atk.outcome(&rep)
 	renewingClosed := a.renewing.sink.Gone.Load()
 	alternatingOpen := !a.alternating.sink.Gone.Load()
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	wg.Wait()
 	rep.Figures = map[string]float64{figTokenFrames: float64(rep.FramesWritten), figFramesPerSec: perSecond(rep.FramesWritten, took),
 		figOpenAtEnd: b2f(alternatingOpen)}

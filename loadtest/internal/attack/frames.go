@@ -100,7 +100,7 @@ func (a *receiptsAttack) run(ctx context.Context, start, end time.Time) attacker
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll() // unblocks a write the server stopped reading
+	a.atk.closeAll() // unblocks a write the server stopped reading
 	wg.Wait()
 	rep.Summary = fmt.Sprintf("one session wrote %d receipt-bearing frames in messages of %d bytes (%d frames each) and read nothing",
 		rep.FramesWritten, len(msg), per)
@@ -121,12 +121,12 @@ func (a *commitBurstAttack) prepare(ctx context.Context) error {
 	var err error
 	a.sessions, err = a.atk.openMany(ctx, a.env.cfg.commitSessions, "0,0", true)
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 		return err
 	}
 	for i, s := range a.sessions {
 		if err := a.atk.write(s, websocket.MessageText, appendTx(nil, "BEGIN", "burst-"+strconv.Itoa(i)), 1); err != nil {
-			a.atk.CloseAll()
+			a.atk.closeAll()
 			return fmt.Errorf("BEGIN: %w", err)
 		}
 	}
@@ -172,7 +172,7 @@ func (a *commitBurstAttack) run(ctx context.Context, start, end time.Time) attac
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rep.Figures = map[string]float64{figCommitted: float64(committed)}
 	rep.Summary = fmt.Sprintf("%d sessions sent %g SEND/s each inside transactions for %v (%d-byte bodies), then committed %d frames together into the honest room",
 		len(a.sessions), rate, cfg.commitAfter, cfg.commitBody, committed)
@@ -192,12 +192,12 @@ func (a *txFillAttack) prepare(ctx context.Context) error {
 	var err error
 	a.sessions, err = a.atk.openMany(ctx, a.env.cfg.txSessions, "0,0", true)
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 		return err
 	}
 	for i, s := range a.sessions {
 		if err := a.atk.write(s, websocket.MessageText, appendTx(nil, "BEGIN", "fill-"+strconv.Itoa(i)), 1); err != nil {
-			a.atk.CloseAll()
+			a.atk.closeAll()
 			return fmt.Errorf("BEGIN: %w", err)
 		}
 	}
@@ -229,7 +229,7 @@ func (a *txFillAttack) run(ctx context.Context, start, end time.Time) attackerRe
 	wg.Wait()
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	sends := rep.FramesWritten - int64(len(a.sessions)) // less the BEGINs
 	rep.Figures = map[string]float64{figBytesHeld: float64(max(sends, 0) * int64(len(body)))}
 	rep.Summary = fmt.Sprintf("%d sessions wrote %d SENDs of %d bytes (%.1f MiB) into transactions never committed, %d SEND/s each",
@@ -258,7 +258,7 @@ func (a *utf8Attack) prepare(ctx context.Context) error {
 	for i := range a.s {
 		var err error
 		if a.s[i], err = a.atk.open(ctx, a.env.nextSource(), "0,0", true); err != nil {
-			a.atk.CloseAll()
+			a.atk.closeAll()
 			return err
 		}
 	}
@@ -304,7 +304,7 @@ func (a *utf8Attack) run(ctx context.Context, start, end time.Time) attackerRepo
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rep.Figures = map[string]float64{figTextMessages: float64(text), figBinaryMessages: float64(binary)}
 	rep.Summary = fmt.Sprintf("two sessions sent %d SENDs with a header value that is not UTF-8 into the honest room (%d in text messages, %d in binary)",
 		text+binary, text, binary)
@@ -333,7 +333,7 @@ func (a *subChurnAttack) prepare(ctx context.Context) error {
 	holders := (total + churnPerSession - 1) / churnPerSession
 	sessions, err := a.atk.openMany(ctx, holders, "0,0", false)
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 		return err
 	}
 	err = scenario.Parallel(ctx, holders, scenario.DialConcurrency, func(i int) error {
@@ -366,13 +366,13 @@ func (a *subChurnAttack) prepare(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 		return err
 	}
 	a.held = total
 	a.churner, err = a.atk.open(ctx, a.env.nextSource(), "0,0", true)
 	if err != nil {
-		a.atk.CloseAll()
+		a.atk.closeAll()
 	}
 	return err
 }
@@ -400,7 +400,7 @@ func (a *subChurnAttack) run(ctx context.Context, start, end time.Time) attacker
 	took := time.Since(began)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rate := perSecond(ops, took)
 	rep.Figures = map[string]float64{figOpsPerSec: rate, figSubscriptions: float64(a.held)}
 	rep.Summary = fmt.Sprintf("one session wrote %d SUBSCRIBE+UNSUBSCRIBE pairs (%.0f per second) on a topic holding %d subscriptions",

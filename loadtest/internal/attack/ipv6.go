@@ -112,7 +112,7 @@ func (a *ipv6PrefixAttack) run(ctx context.Context, start, end time.Time) attack
 	}
 	ccancel()
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	rep.Refused += refused.Load()
 	rep.Figures = map[string]float64{
 		figIPv6Addresses: float64(accepted.Load() + refused.Load()),

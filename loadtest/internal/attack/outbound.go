@@ -163,8 +163,8 @@ func (a *slowReadersAttack) run(ctx context.Context, start, end time.Time) attac
 	a.readers.outcome(&rep)
 	var pubRep attackerReport
 	a.pubs.outcome(&pubRep)
-	a.readers.CloseAll()
-	a.pubs.CloseAll()
+	a.readers.closeAll()
+	a.pubs.closeAll()
 	rep.FramesWritten = pubRep.FramesWritten
 	rep.Notes = append(rep.Notes, pubRep.Notes...)
 	rep.Figures = map[string]float64{figOpenAtEnd: float64(rep.Open), figReaderMessages: float64(a.cls.Delivered.Load())}

@@ -48,7 +48,7 @@ type attackEnv struct {
 	// sources hands out attacker source addresses (blockAbuse) over the
 	// whole scenario, so that no two sessions share limiter state.
 	sources *atomic.Int64
-	Spread  bool
+	spread  bool
 }
 
 // dest names an attack's own destination.
@@ -57,7 +57,7 @@ func (e *attackEnv) dest(name string) string { return e.cfg.TopicPrefix + "abuse
 // nextSource returns a fresh source address, or the zero Addr (system
 // chosen) when not spreading.
 func (e *attackEnv) nextSource() netip.Addr {
-	if !e.Spread {
+	if !e.spread {
 		return netip.Addr{}
 	}
 	return scenario.SourceAddr(scenario.BlockAbuse, int(e.sources.Add(1)))
@@ -67,7 +67,7 @@ func (e *attackEnv) nextSource() netip.Addr {
 // client: sessions-per-ip and http-idle. It is the last address of the
 // abuse block, never handed out by nextSource in a realistic run.
 func (e *attackEnv) oneClient() netip.Addr {
-	if !e.Spread {
+	if !e.spread {
 		return netip.Addr{}
 	}
 	return scenario.SourceAddr(scenario.BlockAbuse, scenario.MaxSources-1)
@@ -246,8 +246,8 @@ func (a *attackers) outcome(rep *attackerReport) {
 	rep.Notes = append(rep.Notes, a.notes.all()...)
 }
 
-// CloseAll ends every session and waits for the sinks.
-func (a *attackers) CloseAll() {
+// closeAll ends every session and waits for the sinks.
+func (a *attackers) closeAll() {
 	a.done.Store(true)
 	a.mu.Lock()
 	sessions := a.sessions

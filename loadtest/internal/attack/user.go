@@ -144,7 +144,7 @@ func (a *userForgeAttack) run(ctx context.Context, start, end time.Time) attacke
 	sleepUntil(ctx, end)
 	var rep attackerReport
 	a.atk.outcome(&rep)
-	a.atk.CloseAll()
+	a.atk.closeAll()
 	readers.Wait()
 	stopRead()
 	a.victim.Close()

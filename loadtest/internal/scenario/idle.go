@@ -298,7 +298,7 @@ func heartBeats(done <-chan struct{}, interval time.Duration, due func(slot, slo
 	}
 }
 
-func (r *idleReport) WriteText(w io.Writer) {
+func (r *idleReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "sessions: %d requested, %d opened, %d failed, %d closed by the server while held; setup %.1fs\n",
 		r.Requested, r.Opened, r.Failed, r.ClosedByServer, r.SetupSeconds)
 	if r.RSSSource != "" {

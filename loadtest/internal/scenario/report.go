@@ -114,19 +114,19 @@ func (r *Report) WriteText(w io.Writer, title string) {
 		fmt.Fprintln(w)
 	}
 	if r.Storm != nil {
-		r.Storm.WriteText(w)
+		r.Storm.writeText(w)
 	}
 	if r.Idle != nil {
-		r.Idle.WriteText(w)
+		r.Idle.writeText(w)
 	}
 	if r.Abuse != nil {
 		r.Abuse.WriteText(w)
 	}
 	if r.Rooms != nil {
-		r.Rooms.WriteText(w)
+		r.Rooms.writeText(w)
 	}
 	if s := r.Server; s != nil {
-		s.WriteText(w)
+		s.writeText(w)
 	}
 	if r.Tool.Messages > 0 {
 		fmt.Fprintf(w, "tool CPU: %.3fs over %d messages sent+received: %.2f µs per message\n",
@@ -139,7 +139,7 @@ func (r *Report) WriteText(w io.Writer, title string) {
 	}
 }
 
-func (s *serverReport) WriteText(w io.Writer) {
+func (s *serverReport) writeText(w io.Writer) {
 	switch {
 	case s.MetricsAvailable && s.Frames != nil:
 		f := s.Frames

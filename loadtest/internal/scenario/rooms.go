@@ -258,7 +258,7 @@ func (rr *roomsReport) sum(res LoadResult, classes []*load.Class) {
 	rr.Latency = report.Summarize(h)
 }
 
-func (rr *roomsReport) WriteText(w io.Writer) {
+func (rr *roomsReport) writeText(w io.Writer) {
 	hb := "off"
 	if rr.HeartBeatMillis > 0 {
 		hb = (time.Duration(rr.HeartBeatMillis) * time.Millisecond).String()

@@ -303,7 +303,7 @@ func handshakeDeltas(before, after scrape.Samples) map[string]int64 {
 	return out
 }
 
-func (s *stormReport) WriteText(w io.Writer) {
+func (s *stormReport) writeText(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "source IP\tattempts\taccepted\t429\tother\texpected\tburst+1+rate×span\tspan (s)\t")
 	for _, r := range s.IPs {
