@@ -97,25 +97,13 @@ func TestInboundBudgetDefaults(t *testing.T) {
 }
 
 func TestInboundSettingErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		{[]string{"-inbound-frames", "-1"}, nil, "-inbound-frames (WSSERVER_INBOUND_FRAMES) -1: must not be negative"},
-		{[]string{"-inbound-bytes", "-1"}, nil, "-inbound-bytes (WSSERVER_INBOUND_BYTES) -1: must not be negative"},
-		{[]string{"-inbound-window", "0s"}, nil, "-inbound-window (WSSERVER_INBOUND_WINDOW) 0s: must be positive"},
-		{nil, map[string]string{"WSSERVER_INBOUND_FRAMES": "lots"}, "WSSERVER_INBOUND_FRAMES"},
-		{[]string{"-remembered-tokens", "0"}, nil, "-remembered-tokens (WSSERVER_REMEMBERED_TOKENS) 0: must be positive"},
-		{[]string{"-token-checks", "-1"}, nil, "-token-checks (WSSERVER_TOKEN_CHECKS) -1: must be positive"},
-		{[]string{"-token-check-window", "0s"}, nil, "-token-check-window (WSSERVER_TOKEN_CHECK_WINDOW) 0s: must be positive"},
-	} {
-		args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
-		err := runRecover(ctx, args, func(k string) string { return tc.env[k] })
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("run %q env %v: got error %v, want it to contain %q", tc.args, tc.env, err, tc.want)
-		}
-	}
+	expectSettingErrors(t, []settingCase{
+		{"", []string{"-inbound-frames", "-1"}, nil, "-inbound-frames (WSSERVER_INBOUND_FRAMES) -1: must not be negative"},
+		{"", []string{"-inbound-bytes", "-1"}, nil, "-inbound-bytes (WSSERVER_INBOUND_BYTES) -1: must not be negative"},
+		{"", []string{"-inbound-window", "0s"}, nil, "-inbound-window (WSSERVER_INBOUND_WINDOW) 0s: must be positive"},
+		{"", nil, map[string]string{"WSSERVER_INBOUND_FRAMES": "lots"}, "WSSERVER_INBOUND_FRAMES"},
+		{"", []string{"-remembered-tokens", "0"}, nil, "-remembered-tokens (WSSERVER_REMEMBERED_TOKENS) 0: must be positive"},
+		{"", []string{"-token-checks", "-1"}, nil, "-token-checks (WSSERVER_TOKEN_CHECKS) -1: must be positive"},
+		{"", []string{"-token-check-window", "0s"}, nil, "-token-check-window (WSSERVER_TOKEN_CHECK_WINDOW) 0s: must be positive"},
+	})
 }

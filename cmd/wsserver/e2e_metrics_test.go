@@ -96,16 +96,7 @@ func TestMetricsScrapeScriptedSession(t *testing.T) {
 // must refuse to start with an error that names the setting, as a flag or
 // as its environment variable.
 func TestSettingErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	// A configuration wrongly accepted starts, sees the context done, and
-	// stops at once: run then returns nil and the case fails.
-	cancel()
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want string
-	}{
+	expectSettingErrors(t, []settingCase{
 		{"negative frame size", []string{"-max-frame-size", "-1"}, nil, "-max-frame-size"},
 		{"unknown limiter algorithm", []string{"-send-limit-algorithm", "nope"}, nil, "-send-limit-algorithm"},
 		{"unknown limiter failure mode", []string{"-limiter-fail", "maybe"}, nil, "-limiter-fail"},
@@ -148,11 +139,35 @@ func TestSettingErrors(t *testing.T) {
 		{"zero control limit", []string{"-control-limit", "0"}, nil, "-control-limit"},
 		{"zero transaction bytes", []string{"-max-transaction-bytes", "0"}, nil, "-max-transaction-bytes"},
 		{"zero outbound bytes", []string{"-outbound-bytes", "0"}, nil, "-outbound-bytes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	})
+}
+
+// settingCase is one bad setting, given as flags (args) or environment
+// variables (env), and the text the start-up error must contain (want):
+// the setting's name, as a flag or as its variable.
+type settingCase struct {
+	name string
+	args []string
+	env  map[string]string
+	want string
+}
+
+// expectSettingErrors runs the program once per case: it must refuse to
+// start with an error containing the case's want. The context is done
+// from the start, so a configuration wrongly accepted starts, sees it,
+// and stops at once: run then returns nil and the case fails.
+func expectSettingErrors(t *testing.T, cases []settingCase) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tc := range cases {
+		name := tc.name
+		if name == "" {
+			name = tc.want
+		}
+		t.Run(name, func(t *testing.T) {
 			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
-			getenv := func(k string) string { return tc.env[k] }
-			err := runRecover(ctx, args, getenv)
+			err := runRecover(ctx, args, func(k string) string { return tc.env[k] })
 			if err == nil {
 				t.Fatalf("run %q env %v: got nil error, want one naming %s", tc.args, tc.env, tc.want)
 			}
@@ -160,6 +175,17 @@ func TestSettingErrors(t *testing.T) {
 				t.Errorf("run %q env %v: got error %q, want it to name %s", tc.args, tc.env, err, tc.want)
 			}
 		})
+	}
+}
+
+// expectStarts runs the program with args and a done context: it must
+// accept them.
+func expectStarts(t *testing.T, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := runRecover(ctx, append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }); err != nil {
+		t.Errorf("run %q: %v, want it to start", args, err)
 	}
 }
 

@@ -154,29 +154,12 @@ func TestOutboundBudgetEndToEnd(t *testing.T) {
 // TestOutboundSettingErrors: bad server-wide outbound settings stop
 // start-up with a message naming the setting.
 func TestOutboundSettingErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	for _, tc := range []struct {
-		name string
-		args []string
-		env  map[string]string
-		want string
-	}{
+	expectSettingErrors(t, []settingCase{
 		{"negative total", []string{"-outbound-total-bytes", "-1"}, nil, "-outbound-total-bytes"},
 		{"total below one session", []string{"-outbound-bytes", "1048576", "-outbound-total-bytes", "1024"}, nil, "-outbound-total-bytes"},
 		{"negative send buffer", []string{"-socket-send-buffer", "-1"}, nil, "-socket-send-buffer"},
 		{"tiny send buffer in env", nil, map[string]string{"WSSERVER_SOCKET_SEND_BUFFER": "100"}, "WSSERVER_SOCKET_SEND_BUFFER"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
-			err := runRecover(ctx, args, func(k string) string { return tc.env[k] })
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("run %q env %v: got %v, want an error naming %s", tc.args, tc.env, err, tc.want)
-			}
-		})
-	}
+	})
 	// Zero turns each bound off, and starts.
-	if err := runRecover(ctx, []string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0", "-outbound-total-bytes", "0", "-socket-send-buffer", "0"}, func(string) string { return "" }); err != nil {
-		t.Errorf("run with both bounds off: %v", err)
-	}
+	expectStarts(t, "-outbound-total-bytes", "0", "-socket-send-buffer", "0")
 }

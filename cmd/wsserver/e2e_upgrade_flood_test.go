@@ -202,24 +202,12 @@ func honestHandshake(base, ip string) error {
 // TestLimiterSettingErrors: a bad value of a limiter setting stops
 // start-up with a message naming it.
 func TestLimiterSettingErrors(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // a configuration wrongly accepted starts and stops at once
-	for _, tc := range []struct {
-		args []string
-		env  map[string]string
-		want string
-	}{
-		{[]string{"-redis-queue-wait", "0s"}, nil, "-redis-queue-wait"},
-		{[]string{"-redis-timeouts-to-fail", "0"}, nil, "-redis-timeouts-to-fail"},
-		{[]string{"-redis-confirm-timeout", "10ms"}, nil, "-redis-confirm-timeout"},
-		{nil, map[string]string{"WSSERVER_REDIS_CONFIRM_TIMEOUT": "-1s"}, "WSSERVER_REDIS_CONFIRM_TIMEOUT"},
-		{[]string{"-limiter-shed-keys", "-1"}, nil, "-limiter-shed-keys"},
-		{nil, map[string]string{"WSSERVER_LIMITER_IN_FLIGHT_PER_KEY": "-2"}, "WSSERVER_LIMITER_IN_FLIGHT_PER_KEY"},
-	} {
-		args := append([]string{"-addr", "127.0.0.1:0", "-admin-addr", "127.0.0.1:0"}, tc.args...)
-		err := runRecover(ctx, args, func(k string) string { return tc.env[k] })
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("run %q env %v: got error %v, want one naming %s", tc.args, tc.env, err, tc.want)
-		}
-	}
+	expectSettingErrors(t, []settingCase{
+		{"", []string{"-redis-queue-wait", "0s"}, nil, "-redis-queue-wait"},
+		{"", []string{"-redis-timeouts-to-fail", "0"}, nil, "-redis-timeouts-to-fail"},
+		{"", []string{"-redis-confirm-timeout", "10ms"}, nil, "-redis-confirm-timeout"},
+		{"", nil, map[string]string{"WSSERVER_REDIS_CONFIRM_TIMEOUT": "-1s"}, "WSSERVER_REDIS_CONFIRM_TIMEOUT"},
+		{"", []string{"-limiter-shed-keys", "-1"}, nil, "-limiter-shed-keys"},
+		{"", nil, map[string]string{"WSSERVER_LIMITER_IN_FLIGHT_PER_KEY": "-2"}, "WSSERVER_LIMITER_IN_FLIGHT_PER_KEY"},
+	})
 }
