@@ -287,13 +287,7 @@ func TestEcho(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startEcho(t, serverConfig{limit: tt.limit})
-			c := dial(t, srv.addr)
-			c.write(tt.send)
-			c.expect(tt.want)
-			// The connection is still usable.
-			c.write(clientFrame(finBit|fText, []byte("next")))
-			c.expect(serverFrame(finBit|fText, []byte("next")))
+			echoes(t, serverConfig{limit: tt.limit}, tt.send, tt.want)
 		})
 	}
 }
@@ -575,4 +569,17 @@ func CloseStatus(err error) StatusCode {
 		return ce.Code
 	}
 	return -1
+}
+
+// echoes writes send, in one write, to an echo server configured by cfg,
+// expects exactly want back, and then checks that the connection still
+// echoes.
+func echoes(t *testing.T, cfg serverConfig, send, want []byte) {
+	t.Helper()
+	srv := startEcho(t, cfg)
+	c := dial(t, srv.addr)
+	c.write(send)
+	c.expect(want)
+	c.write(clientFrame(finBit|fText, []byte("next")))
+	c.expect(serverFrame(finBit|fText, []byte("next")))
 }

@@ -105,12 +105,7 @@ func TestUTF8AcrossFragments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := startEcho(t, serverConfig{})
-			c := dial(t, srv.addr)
-			c.write(tt.send)
-			c.expect(tt.want)
-			c.write(clientFrame(finBit|fText, []byte("next")))
-			c.expect(serverFrame(finBit|fText, []byte("next")))
+			echoes(t, serverConfig{}, tt.send, tt.want)
 		})
 	}
 }
