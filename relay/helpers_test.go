@@ -16,6 +16,7 @@ import (
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -38,6 +39,18 @@ type instance struct {
 // startInstance starts an instance on the Redis at addr. Everything is
 // stopped when the test ends: sessions first, then the relay, then the
 // Redis client.
+// startPair starts a redis-server and two instances, a and b, on it,
+// with a client of that Redis for the test's own commands.
+func startPair(t *testing.T) (*testredis.Server, *instance, *instance, *redis.Client) {
+	t.Helper()
+	rs := testredis.Start(t)
+	a := startInstance(t, "a", rs.Addr)
+	b := startInstance(t, "b", rs.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rs, a, b, rdb
+}
+
 func startInstance(t *testing.T, name, addr string) *instance {
 	t.Helper()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})

@@ -205,11 +205,7 @@ func TestSubscribesOnlyToLocalDestinations(t *testing.T) {
 // cross-instance delivery resumes once Redis is back (the relays
 // subscribe again by themselves).
 func TestRedisOutage(t *testing.T) {
-	rs := testredis.Start(t)
-	a := startInstance(t, "a", rs.Addr)
-	b := startInstance(t, "b", rs.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rs, a, b, rdb := startPair(t)
 
 	const dest = "/topic/outage"
 	pubA, pubB := a.dial(t), b.dial(t)
@@ -296,11 +292,7 @@ func TestRedisOutage(t *testing.T) {
 // again subscribes anew; messages cross again, sessions never notice,
 // and the run of lost subscriptions is logged once each way.
 func TestHalfOpenRedis(t *testing.T) {
-	rs := testredis.Start(t)
-	a := startInstance(t, "a", rs.Addr)
-	b := startInstance(t, "b", rs.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rs, a, b, rdb := startPair(t)
 
 	const dest = "/topic/halfopen"
 	subA := stomptest.Subscribe(t, a.dial(t), dest)

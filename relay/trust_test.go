@@ -59,11 +59,7 @@ func nextFrom(t *testing.T, sub *stomp.Subscription, body string) {
 // other check, is dropped before it is decoded and counted; the
 // subscriber gets nothing from it, and the next real message arrives.
 func TestOversizedPublishDropped(t *testing.T) {
-	rs := testredis.Start(t)
-	a := startInstance(t, "a", rs.Addr)
-	b := startInstance(t, "b", rs.Addr)
-	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
+	_, a, b, rdb := startPair(t)
 
 	const dest = "/topic/room.big"
 	sub := stomptest.Subscribe(t, a.dial(t), dest)
