@@ -143,7 +143,9 @@ func TestNginxDefaultLimits(t *testing.T) {
 		t.Fatalf("Render = %v", err)
 	}
 	srv := testnginx.Start(t, conf)
-	host, _, _ := net.SplitHostPort(srv.Addr)
+	// The upstream sees the Host the client sent, port included: the
+	// server compares it with a browser's Origin, which has the port.
+	host := srv.Addr
 	zone := func(name string) policy.Zone {
 		z, ok := p.Zone(name)
 		if !ok {

@@ -45,6 +45,9 @@ type Server struct {
 	// pauses (InputObserver), resolved once; nil otherwise.
 	input InputObserver
 
+	// origins logs the handshakes refused as cross-origin.
+	origins originLog
+
 	// sleep, when set by a test, replaces the timer Drain waits on.
 	sleep func(ctx context.Context, d time.Duration) bool
 
@@ -123,9 +126,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var he *wsconn.HandshakeError
 		if errors.As(err, &he) && he.Status == http.StatusForbidden {
 			s.cfg.Observer.Handshake(outcome.HandshakeRejectedOrigin)
-		} else {
-			s.cfg.Observer.Handshake(outcome.HandshakeUpgradeFailed)
+			s.origins.refused(s.cfg.Logger, r, time.Now())
+			return
 		}
+		s.cfg.Observer.Handshake(outcome.HandshakeUpgradeFailed)
 		s.cfg.Logger.Debug("websocket accept failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}

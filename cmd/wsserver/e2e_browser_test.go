@@ -112,14 +112,11 @@ func browserOutDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// TestBrowserDemoPage drives the demo page in a real headless Chromium
-// (e2e/browser/test.mjs): two pages chat in a room, and stay connected
-// while a raw client sends the room frames that are not UTF-8 (Chromium
-// fails a socket on a text message that is not); one floods and the
-// other receives no more than the session limit lets through, while the
-// flooding page shows the server's drops; a third page, refused at the
-// handshake, shows the Retry-After countdown and connects after it.
-func TestBrowserDemoPage(t *testing.T) {
+// browserTools returns the node and Chromium binaries the browser tests
+// run, failing the test with how to install them when either is missing,
+// too old, or the Node project's packages are not installed.
+func browserTools(t *testing.T) (node, chromium string) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node not found in PATH: %v; %s", err, browserSetupHint)
@@ -129,7 +126,7 @@ func TestBrowserDemoPage(t *testing.T) {
 	} else if major, _, _ := strings.Cut(strings.TrimSpace(string(v)), "."); atoi(major) < minBrowserNode {
 		t.Fatalf("node %s is too old for playwright-core, want %d or newer; %s", strings.TrimSpace(string(v)), minBrowserNode, browserSetupHint)
 	}
-	chromium := os.Getenv("CHROMIUM")
+	chromium = os.Getenv("CHROMIUM")
 	if chromium == "" {
 		chromium = defaultChromium
 	}
@@ -139,6 +136,18 @@ func TestBrowserDemoPage(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(browserDir, "node_modules", "playwright-core", "package.json")); err != nil {
 		t.Fatalf("playwright-core is not installed in e2e/browser: %v; %s", err, browserSetupHint)
 	}
+	return node, chromium
+}
+
+// TestBrowserDemoPage drives the demo page in a real headless Chromium
+// (e2e/browser/test.mjs): two pages chat in a room, and stay connected
+// while a raw client sends the room frames that are not UTF-8 (Chromium
+// fails a socket on a text message that is not); one floods and the
+// other receives no more than the session limit lets through, while the
+// flooding page shows the server's drops; a third page, refused at the
+// handshake, shows the Retry-After countdown and connects after it.
+func TestBrowserDemoPage(t *testing.T) {
+	node, chromium := browserTools(t)
 
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(browserPolicy), 0o644); err != nil {
