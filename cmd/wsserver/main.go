@@ -36,7 +36,10 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	err := checkEnviron(os.Environ())
+	if err == nil {
+		err = run(ctx, os.Args[1:], os.Getenv, os.Stdout)
+	}
 	stop()
 	switch {
 	case err == nil:

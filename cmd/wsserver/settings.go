@@ -204,7 +204,7 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 		return err
 	}
 	if err != nil {
-		return err
+		return withValueHint(fs, err)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -222,8 +222,31 @@ func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) err
 		}
 		if e := fs.Set(f.Name, v); e != nil {
 			err = fmt.Errorf("invalid value %q for %s: %v", v, envName(f.Name), e)
+			if hint := valueHint(f); hint != "" {
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
 		}
 	})
+	return err
+}
+
+// withValueHint adds to err, the flag package's error for a value it
+// could not parse ("invalid value "5x" for flag -send-window: parse
+// error"), what the flag's value must look like.
+func withValueHint(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	_, rest, ok := strings.Cut(msg, " for flag -")
+	if !ok {
+		return err
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	f := fs.Lookup(name)
+	if f == nil {
+		return err
+	}
+	if hint := valueHint(f); hint != "" {
+		return fmt.Errorf("%w (%s)", err, hint)
+	}
 	return err
 }
 
