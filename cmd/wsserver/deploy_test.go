@@ -65,4 +65,7 @@ func TestDeployEnvFile(t *testing.T) {
 		t.Errorf("stompgate.env: addr %q, trusted proxies %q: want the loopback address nginx on the host proxies to, and nginx trusted",
 			given.addr, given.trustedProxies)
 	}
+	if given.demo {
+		t.Error("stompgate.env leaves the demo page on: production serves its public chat room and flood button")
+	}
 }
