@@ -87,7 +87,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 
 // newMetrics builds the collectors on a.registry.
 func (a *app) newMetrics(st *settings, logger *slog.Logger) error {
-	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
+	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: buildInfo()})
 	if err != nil {
 		return fmt.Errorf("-metrics-destination-prefixes: %w", err)
 	}

@@ -89,6 +89,10 @@ func TestOperatorLogs(t *testing.T) {
 		t.Errorf("duration %q: %v", d, err)
 	}
 	logs := out.String()
+	var first map[string]any
+	if line, _, _ := strings.Cut(logs, "\n"); json.Unmarshal([]byte(line), &first) != nil || first["msg"] != "wsserver starting" || first["version"] != buildInfo().Version {
+		t.Errorf("first log line %q, want \"wsserver starting\" with version %q", line, buildInfo().Version)
+	}
 	if strings.Contains(logs, "very-secret-value, 32 bytes or more") {
 		t.Errorf("the JWT secret reached the log")
 	}

@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return err
 	}
+	logBuild(logger)
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
 	a, err := newApp(&st, logger)

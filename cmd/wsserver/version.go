@@ -89,10 +89,9 @@ func printVersion(w io.Writer, info metrics.BuildInfo) error {
 	return err
 }
 
-// startupBuild logs the build once, as the server starts, and returns it
-// for stompgate_build_info.
-func startupBuild(logger *slog.Logger) metrics.BuildInfo {
+// logBuild writes the build as the log's first line, before anything
+// else the server logs: the line an operator looks for after a deploy.
+func logBuild(logger *slog.Logger) {
 	info := buildInfo()
-	logger.Info("wsserver", "version", info.Version, "revision", info.Revision, "go", info.GoVersion)
-	return info
+	logger.Info("wsserver starting", "version", info.Version, "revision", info.Revision, "go", info.GoVersion)
 }
