@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -86,5 +88,63 @@ func TestNginxConfigFollowsWSPath(t *testing.T) {
 		t.Errorf("WebSocket handshake on /ws through nginx succeeded, want a refusal: the server serves /stomp")
 	} else if resp == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("WebSocket handshake on /ws through nginx: %v (%s), want 404", err, describe(resp))
+	}
+}
+
+// TestNginxConfigHelp: nginx-config -h lists every one of its flags
+// once, under a section heading, with its environment variable and
+// default, as the server's -h does.
+func TestNginxConfigHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"nginx-config", "-h"}, func(string) string { return "" }, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("nginx-config -h: got error %v, want flag.ErrHelp", err)
+	}
+	usage := out.String()
+	if !strings.HasPrefix(usage, nginxUsageHead) {
+		t.Errorf("nginx-config -h starts %q, want the usage head", usage[:min(len(usage), 80)])
+	}
+	in := map[string]int{}
+	for _, sec := range nginxFlagSections {
+		if !strings.Contains(usage, "\n"+sec.title+"\n") {
+			t.Errorf("nginx-config -h lacks the heading %q", sec.title)
+		}
+		for _, n := range sec.flags {
+			in[n]++
+		}
+	}
+	var n nginxSettings
+	n.flagSet(io.Discard).VisitAll(func(f *flag.Flag) {
+		if in[f.Name] != 1 {
+			t.Errorf("-%s is in %d sections of nginx-config -h, want 1", f.Name, in[f.Name])
+		}
+		line := fmt.Sprintf("  -%s (%s)\n", f.Name, envName(f.Name))
+		if strings.Count(usage, line) != 1 {
+			t.Errorf("nginx-config -h shows %q %d times, want once", line, strings.Count(usage, line))
+		}
+		delete(in, f.Name)
+	})
+	for name := range in {
+		t.Errorf("nginx-config -h section lists -%s, which is no flag", name)
+	}
+}
+
+// TestNginxConfigFullPaths: the standalone nginx.conf takes its user, pid
+// file, logs and temporary directory from settings, from flags or the
+// environment, instead of Debian's paths.
+func TestNginxConfigFullPaths(t *testing.T) {
+	var out bytes.Buffer
+	env := map[string]string{"WSSERVER_NGINX_USER": "nginx", "WSSERVER_NGINX_ERROR_LOG": "stderr"}
+	args := []string{"nginx-config", "-nginx-full", "-nginx-pid", "/run/nginx/nginx.pid", "-nginx-access-log", "off", "-nginx-temp-path", "/var/cache/nginx", "-nginx-worker-connections", "1024"}
+	if err := run(context.Background(), args, func(k string) string { return env[k] }, &out); err != nil {
+		t.Fatalf("nginx-config: %v", err)
+	}
+	conf := out.String()
+	for _, want := range []string{"user nginx;", "pid /run/nginx/nginx.pid;", "error_log stderr warn;", "access_log off", "/var/cache/nginx/", "worker_connections 1024;"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("rendered nginx.conf lacks %q", want)
+		}
+	}
+	if strings.Contains(conf, "www-data") || strings.Contains(conf, "/var/log/nginx") {
+		t.Errorf("rendered nginx.conf keeps a Debian default it was told to replace:\n%s", conf)
 	}
 }

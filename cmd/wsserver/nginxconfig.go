@@ -41,6 +41,13 @@ func runNginxConfig(args []string, getenv func(string) string, stdout io.Writer)
 		ReadTimeout:  n.readTimeout,
 		HeartBeat:    max(n.heartBeat, time.Duration(0)),
 		IPv6Prefix:   n.ipv6Prefix,
+
+		WorkerConnections: n.workerConnections,
+		User:              n.user,
+		PIDFile:           n.pidFile,
+		ErrorLog:          n.errorLog,
+		AccessLog:         n.accessLog,
+		TempPath:          n.tempPath,
 	})
 	if err != nil {
 		return err
@@ -57,6 +64,9 @@ type nginxSettings struct {
 	tlsCert, tlsKey, tlsListen, wsPath      string
 	readTimeout, heartBeat                  time.Duration
 	ipv6Prefix                              int
+	workerConnections                       int
+	user, pidFile, errorLog, accessLog      string
+	tempPath                                string
 }
 
 // flagSet returns the flags of nginx-config bound to n, printing usage to
@@ -77,5 +87,38 @@ func (n *nginxSettings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&n.readTimeout, "nginx-read-timeout", nginx.DefaultReadTimeout, "proxy_read_timeout of WebSocket tunnels; above the heart-beat interval")
 	fs.IntVar(&n.ipv6Prefix, "ipv6-prefix", nginx.DefaultIPv6Prefix, "prefix length by which the limits key IPv6 clients, as the server's -ipv6-prefix; nginx can mirror multiples of 16 only (16-128)")
 	fs.DurationVar(&n.heartBeat, "heart-beat-send", nginx.DefaultHeartBeat, "the server's heart-beat interval, checked against -nginx-read-timeout")
+	fs.IntVar(&n.workerConnections, "nginx-worker-connections", nginx.DefaultWorkerConnections, "with -nginx-full: worker_connections (a proxied WebSocket holds two)")
+	fs.StringVar(&n.user, "nginx-user", nginx.DefaultUser, "with -nginx-full: the account nginx's workers run as")
+	fs.StringVar(&n.pidFile, "nginx-pid", nginx.DefaultPIDFile, "with -nginx-full: nginx's pid file")
+	fs.StringVar(&n.errorLog, "nginx-error-log", nginx.DefaultErrorLog, "with -nginx-full: nginx's error log file, or stderr")
+	fs.StringVar(&n.accessLog, "nginx-access-log", nginx.DefaultAccessLog, "the access log of stompgate's servers, or off")
+	fs.StringVar(&n.tempPath, "nginx-temp-path", "", "with -nginx-full: a directory for nginx's temporary files (empty: nginx's compiled-in paths)")
+	fs.Usage = func() { printSections(out, nginxUsageHead, nginxFlagSections, fs) }
 	return fs
+}
+
+// nginxUsageHead starts nginx-config's -h.
+const nginxUsageHead = `Usage: wsserver nginx-config [flags]
+
+Prints the nginx configuration rendered from the policy: a file for
+/etc/nginx/conf.d/, or with -nginx-full a standalone nginx.conf.
+Every flag can also be set by the environment variable shown; the
+server's environment file renders the matching front.
+`
+
+// nginxFlagSections orders nginx-config's -h as flagSections does the
+// server's. Every flag is in exactly one section (TestHelpSections).
+var nginxFlagSections = []flagSection{
+	{"Front: where nginx listens", []string{
+		"nginx-listen", "nginx-server-name", "nginx-tls-cert", "nginx-tls-key", "nginx-tls-listen",
+	}},
+	{"Upstreams: where nginx sends requests", []string{
+		"nginx-ws-upstreams", "nginx-api-upstreams", "nginx-read-timeout",
+	}},
+	{"Shared with the server: give both the same values", []string{
+		"policy", "ws-path", "ipv6-prefix", "heart-beat-send",
+	}},
+	{"Files and process: the standalone nginx.conf (-nginx-full)", []string{
+		"nginx-full", "nginx-worker-connections", "nginx-user", "nginx-pid", "nginx-error-log", "nginx-access-log", "nginx-temp-path",
+	}},
 }

@@ -56,11 +56,20 @@ var flagSections = []flagSection{
 	}},
 }
 
+// usageHead starts the server's -h.
+const usageHead = "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n"
+
 // printUsage writes -h: the command lines, then every flag of fs by
 // section, each with its environment variable and default.
 func printUsage(out io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(out, "Usage: wsserver [flags]\n       wsserver nginx-config [flags]\n       wsserver -version\n\nEvery flag can also be set by the environment variable shown.\n")
-	for _, sec := range flagSections {
+	printSections(out, usageHead, flagSections, fs)
+}
+
+// printSections writes head, then every flag of fs by section, each with
+// its environment variable and default.
+func printSections(out io.Writer, head string, sections []flagSection, fs *flag.FlagSet) {
+	fmt.Fprint(out, head)
+	for _, sec := range sections {
 		fmt.Fprintf(out, "\n%s\n", sec.title)
 		for _, n := range sec.flags {
 			if f := fs.Lookup(n); f != nil {
