@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/stompgate/stompgate/internal/procs"
 	"github.com/stompgate/stompgate/internal/redact"
 	"github.com/stompgate/stompgate/metrics"
+	"github.com/stompgate/stompgate/tlscert"
 )
 
 func main() {
@@ -91,9 +93,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	hs := newHTTPServer(&st, a.handler, logger)
 	ln = countTimeouts(a.stomp.Listener(ln), hs, a.metrics)
+	if st.tlsCert != "" {
+		certs, err := tlscert.New(tlscert.Config{CertFile: st.tlsCert, KeyFile: st.tlsKey, Logger: logger})
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("-tls-cert / -tls-key: %w", err)
+		}
+		ln = tls.NewListener(ln, certs.TLSConfig())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String(), "ws_path", st.wsPath, "demo", st.demo)
+	logger.Info("listening", "addr", ln.Addr().String(), "tls", st.tlsCert != "", "ws_path", st.wsPath, "demo", st.demo)
 	admin, err := startAdmin(&st, a.admin, logger)
 	if err != nil {
 		_ = hs.Close()

@@ -55,6 +55,8 @@ type settings struct {
 	controlWindow    time.Duration
 	writeTimeout     time.Duration
 	allowedOrigins   string
+	tlsCert          string
+	tlsKey           string
 
 	sendLimit       int
 	sendWindow      time.Duration
@@ -138,6 +140,8 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&s.controlLimit, "control-limit", server.DefaultControlLimit, "control frames (SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT, frames with a receipt) per session per -control-window; one more closes the session")
 	fs.DurationVar(&s.controlWindow, "control-window", server.DefaultControlWindow, "window of -control-limit")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "bound on one WebSocket write")
+	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate chain: serve HTTPS and wss:// on -addr (with -tls-key), reloaded when the files change; empty: plain HTTP, e.g. behind nginx")
+	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&s.allowedOrigins, "allowed-origins", "", "comma-separated host patterns of cross-origin pages allowed to connect (e.g. \"*.example.com\"); empty: same origin only")
 
 	fs.IntVar(&s.sendLimit, "send-limit", sessionlimit.DefaultLimit, "limited frames per session per window; excess frames are dropped silently")

@@ -19,7 +19,7 @@ type flagSection struct {
 // is run. Every flag is in exactly one section (TestHelpSections).
 var flagSections = []flagSection{
 	{"Listeners: where the server listens and how long an HTTP peer may take", []string{
-		"addr", "ws-path", "allowed-origins", "demo", "admin-addr", "pprof",
+		"addr", "tls-cert", "tls-key", "ws-path", "allowed-origins", "demo", "admin-addr", "pprof",
 		"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
 	}},
 	{"Limits: handshake rate, bans, session caps and per-session rates", []string{

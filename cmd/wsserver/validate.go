@@ -14,6 +14,9 @@ import (
 // value stops start-up with a message naming the flag and its environment
 // variable rather than the internal field it ends up in.
 func (s *settings) validate() error {
+	if (s.tlsCert == "") != (s.tlsKey == "") {
+		return fmt.Errorf("-tls-cert (%s) %q and -tls-key (%s) %q: set both or neither", envName("tls-cert"), s.tlsCert, envName("tls-key"), s.tlsKey)
+	}
 	for _, c := range []struct {
 		name string
 		v    int

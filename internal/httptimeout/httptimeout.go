@@ -5,6 +5,7 @@
 package httptimeout
 
 import (
+	"crypto/tls"
 	"errors"
 	"io"
 	"net"
@@ -33,6 +34,11 @@ const (
 // listener returned.
 func Count(ln net.Listener, hs *http.Server, timedOut func(Kind)) net.Listener {
 	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		if tc, ok := c.(*tls.Conn); ok {
+			// A TLS listener outside ln: the watched connection is
+			// under it.
+			c = tc.NetConn()
+		}
 		wc, ok := c.(*watchedConn)
 		if !ok {
 			return
