@@ -1,11 +1,13 @@
-.PHONY: run build release test bench clean
+.PHONY: run build release tag version test bench clean
 
 # What the binary says it is (wsserver -version, stompgate_build_info).
 # VERSION is the git tag (v0.1.0; v0.1.0-3-gabc1234 past it), with -dirty
-# for uncommitted changes; without a tag it is empty and the binary
-# reports the version Go recorded. REVISION is the commit. Either can be
-# given: make release VERSION=v0.1.0.
-VERSION  ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null)
+# for uncommitted changes; without a tag it is RELEASE-dev. REVISION is
+# the commit. Either can be given: make release VERSION=v0.1.0.
+# RELEASE is the version this tree is released as (cmd/wsserver's
+# release constant); `make tag` tags the commit with it.
+RELEASE  := $(shell sed -n 's/^const release = "\(.*\)"$$/\1/p' cmd/wsserver/version.go)
+VERSION  ?= $(or $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null),$(RELEASE)-dev)
 REVISION ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
@@ -29,13 +31,22 @@ build:
 # dist/wsserver-VERSION-linux-ARCH for each release architecture, stripped
 # of debug symbols, and dist/SHA256SUMS to check them with sha256sum -c.
 release:
-	@if [ -z "$(VERSION)" ]; then echo "release: no version: tag the commit (git tag v0.1.0) or set VERSION=" >&2; exit 1; fi
+	@case "$(VERSION)" in ""|*-dev) echo "release: $(VERSION) is no release: tag the commit (make tag tags it $(RELEASE)) or set VERSION=" >&2; exit 1;; esac
 	rm -rf dist && mkdir -p dist
 	for arch in $(RELEASE_ARCHS); do \
 	  GOOS=linux GOARCH=$$arch $(BUILD) -ldflags '-s -w $(LDFLAGS)' \
 	    -o dist/wsserver-$(VERSION)-linux-$$arch ./cmd/wsserver || exit 1; \
 	done
 	cd dist && sha256sum wsserver-* > SHA256SUMS && cat SHA256SUMS
+
+# An annotated tag of RELEASE on this commit: what make release and
+# go install ...@RELEASE then find.
+tag:
+	git tag -a $(RELEASE) -m "stompgate $(RELEASE)"
+
+# The version a build of this tree reports.
+version:
+	@echo $(VERSION)
 
 test:
 	./scripts/test.sh

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/stompgate/stompgate/metrics"
 )
@@ -19,6 +20,12 @@ import (
 // version for `go install github.com/stompgate/stompgate/cmd/wsserver@v0.1.0`,
 // a pseudo-version built from the commit for a go build in a clone.
 var version string
+
+// release is the version this tree is released as: `make tag` tags the
+// commit with it, `make release` names the archives after the tag, and a
+// build that knows no version (go run, a go build in a clone without
+// tags) reports release+"-dev". Raise it after each release.
+const release = "v0.1.0"
 
 // revision is the VCS commit, stamped at build time like version
 // (-X main.revision=...). Empty means the commit Go recorded, which it
@@ -40,7 +47,12 @@ func buildInfo() metrics.BuildInfo {
 // fromBuildInfo fills what info lacks from bi.
 func fromBuildInfo(info metrics.BuildInfo, bi *debug.BuildInfo) metrics.BuildInfo {
 	if info.Version == "" {
-		info.Version = bi.Main.Version // "(devel)" when Go knows none
+		info.Version = bi.Main.Version
+	}
+	if info.Version == "" || info.Version == "(devel)" || strings.HasPrefix(info.Version, "v0.0.0-") {
+		// Go knows no version ("(devel)"), or only a pseudo-version
+		// from a clone without tags: this is the release being made.
+		info.Version = release + "-dev"
 	}
 	if bi.GoVersion != "" {
 		info.GoVersion = bi.GoVersion

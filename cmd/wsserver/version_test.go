@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,12 +40,17 @@ func TestFromBuildInfo(t *testing.T) {
 		{
 			name: "go build in a clone with changes",
 			bi:   debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.0.0-20261121120000-3fdcbc7a1b2c+dirty"}, Settings: vcs("3fdcbc7a1b2c", "true")},
-			want: metrics.BuildInfo{Version: "v0.0.0-20261121120000-3fdcbc7a1b2c+dirty", Revision: "3fdcbc7a1b2c-dirty", GoVersion: "go1.26.8"},
+			want: metrics.BuildInfo{Version: release + "-dev", Revision: "3fdcbc7a1b2c-dirty", GoVersion: "go1.26.8"},
+		},
+		{
+			name: "go build in a clone past a tag",
+			bi:   debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "v0.1.1-0.20261121120000-3fdcbc7a1b2c"}, Settings: vcs("3fdcbc7a1b2c", "false")},
+			want: metrics.BuildInfo{Version: "v0.1.1-0.20261121120000-3fdcbc7a1b2c", Revision: "3fdcbc7a1b2c", GoVersion: "go1.26.8"},
 		},
 		{
 			name: "clean clone",
 			bi:   debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: vcs("3fdcbc7a1b2c", "false")},
-			want: metrics.BuildInfo{Version: "(devel)", Revision: "3fdcbc7a1b2c", GoVersion: "go1.26.8"},
+			want: metrics.BuildInfo{Version: release + "-dev", Revision: "3fdcbc7a1b2c", GoVersion: "go1.26.8"},
 		},
 	}
 	for _, tt := range tests {
@@ -107,5 +115,25 @@ func TestBuildInfoMetric(t *testing.T) {
 	key := fmt.Sprintf("stompgate_build_info{goversion=%q,revision=%q,version=%q}", b.GoVersion, rev, b.Version)
 	if got, ok := scrape(t, base)[key]; !ok || got != 1 {
 		t.Errorf("/metrics: %s = %v (present: %v), want 1", key, got, ok)
+	}
+}
+
+// TestMakeVersion: the Makefile's VERSION is the git tag when the commit
+// has one in its history, and otherwise the release constant with -dev,
+// the same version an untagged go build reports.
+func TestMakeVersion(t *testing.T) {
+	cmd := exec.Command("make", "-s", "--no-print-directory", "-C", "../..", "version")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "VERSION=") })
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make version: %v", err)
+	}
+	got := strings.TrimSpace(string(out))
+	want := release + "-dev"
+	if tag, err := exec.Command("git", "-C", "../..", "describe", "--tags", "--match", "v[0-9]*", "--dirty").Output(); err == nil {
+		want = strings.TrimSpace(string(tag))
+	}
+	if got != want {
+		t.Errorf("make version = %q, want %q", got, want)
 	}
 }
