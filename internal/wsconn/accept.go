@@ -24,6 +24,9 @@ type AcceptOptions struct {
 	// whose Origin host is its own Host, or that has no Origin, is always
 	// accepted.
 	OriginPatterns []string
+	// Compression, when set, accepts permessage-deflate (RFC 7692) from
+	// clients that offer it; nil negotiates no extension.
+	Compression *CompressionOptions
 }
 
 // HandshakeError is a refused upgrade; Accept has written Status and Text
@@ -67,6 +70,15 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn,
 	if sub != "" {
 		h.Set("Sec-WebSocket-Protocol", sub)
 	}
+	var z *compression
+	if co := opts.Compression; co != nil {
+		if p, ok := negotiateDeflate(r.Header); ok {
+			o := *co
+			o.ContextTakeover = o.ContextTakeover && !p.serverNoTakeover
+			z = newCompression(o)
+			h.Set("Sec-WebSocket-Extensions", deflateResponse(p, co.ContextTakeover))
+		}
+	}
 	w.WriteHeader(http.StatusSwitchingProtocols)
 	nc, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -83,6 +95,7 @@ func Accept(w http.ResponseWriter, r *http.Request, opts *AcceptOptions) (*Conn,
 		return nil, fmt.Errorf("wsconn: writing the 101 response: %w", err)
 	}
 	c := newConn(nc, sub)
+	c.z = z
 	if n := brw.Reader.Buffered(); n > 0 {
 		// The client may send its first frame right behind the request,
 		// and the HTTP server has read it already.

@@ -14,8 +14,11 @@
 // frame header written into room the caller leaves in front of the
 // payload.
 //
-// No extension is negotiated (no compression), so every reserved bit must
-// be zero. Text messages are checked to be UTF-8 as their bytes arrive
+// The one extension is permessage-deflate (RFC 7692, extensions.go and
+// deflate.go), when AcceptOptions.Compression allows it and the client
+// offers it; otherwise every reserved bit must be zero. A compressed
+// message inflates into at most the read limit, with a pooled
+// decompressor. Text messages are checked to be UTF-8 as their bytes arrive
 // (RFC 6455 section 8.1): a message fails at its first invalid byte, not
 // when its last fragment comes in.
 package wsconn
@@ -123,12 +126,17 @@ type Conn struct {
 	nc          net.Conn
 	rc          syscall.RawConn // nil when nc has no file descriptor to wait on
 	subprotocol string
+	// z is the negotiated permessage-deflate; nil: none. Its settings
+	// are fixed at the handshake; its takeover compressor is guarded by
+	// wmu.
+	z *compression
 
 	// Reader state, owned by the goroutine calling ReadMessage.
 	in       *[]byte // pooled buffer holding (*in)[r:w] unread; nil when empty
 	r, w     int
 	stash    []byte    // unread bytes kept while waiting with no pooled buffer
 	msg      *[]byte   // a message assembled from fragments or too large for in
+	inflated *[]byte   // the last compressed message, inflated; nil: none
 	utf8Done int       // bytes of a text msg checked to be whole UTF-8 characters
 	limit    int       // largest message ReadMessage returns
 	failed   error     // the error that ended reading; sticky

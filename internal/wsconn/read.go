@@ -8,6 +8,10 @@ import (
 	"unicode/utf8"
 )
 
+// rsv1 is the first reserved bit of a frame's first byte: with
+// permessage-deflate, "Per-Message Compressed" (RFC 7692 section 6).
+const rsv1 = 0x40
+
 // Opcodes (RFC 6455 section 5.2).
 const (
 	opContinuation = 0x0
@@ -60,9 +64,14 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 		putMsg(c.msg)
 		c.msg = nil
 	}
+	if c.inflated != nil {
+		putMsg(c.inflated)
+		c.inflated = nil
+	}
 	var (
 		typ        MessageType
 		assembling bool
+		compressed bool // the message being assembled is deflated
 	)
 	for {
 		h, err := c.readHeader()
@@ -72,8 +81,15 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 		switch {
 		case h.n < 0:
 			return 0, nil, c.fail(protocolError("payload length with the most significant bit set"), -1)
-		case h.rsv != 0:
+		case h.rsv&^rsv1 != 0:
+			return 0, nil, c.fail(protocolError("reserved bits 2 or 3 set"), h.n)
+		case h.rsv != 0 && c.z == nil:
 			return 0, nil, c.fail(protocolError("reserved bits set with no extension negotiated"), h.n)
+		case h.rsv != 0 && h.op != opText && h.op != opBinary:
+			// RFC 7692 section 6: the "Per-Message Compressed" bit is
+			// set on a message's first frame only, never on a control
+			// frame or a continuation.
+			return 0, nil, c.fail(protocolError("compressed bit on a control or continuation frame"), h.n)
 		case !h.masked:
 			return 0, nil, c.fail(protocolError("client frame not masked"), h.n)
 		}
@@ -131,20 +147,24 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 			if c.closeSent.Load() {
 				continue
 			}
+			if h.rsv != 0 {
+				return c.inflated1(MessageType(h.op), p)
+			}
 			if h.op == opText && !utf8.Valid(p) {
 				return 0, nil, c.fail(ErrInvalidUTF8, 0)
 			}
 			return MessageType(h.op), p, nil
 		}
 		if !assembling {
-			typ, assembling = MessageType(h.op), true
+			typ, assembling, compressed = MessageType(h.op), true, h.rsv != 0
 			c.msg = msgPool.Get().(*[]byte)
 			*c.msg = (*c.msg)[:0]
 			c.utf8Done = 0
 		}
 		// Messages that arrive after a close frame was sent are dropped
-		// unread, so they are not checked.
-		check := typ == MessageText && !c.closeSent.Load()
+		// unread, so they are not checked. A compressed message is
+		// checked once inflated.
+		check := typ == MessageText && !compressed && !c.closeSent.Load()
 		for pos := 0; pos < h.n; {
 			if c.r == c.w {
 				if err := c.fill(1); err != nil {
@@ -172,9 +192,31 @@ func (c *Conn) ReadMessage() (MessageType, []byte, error) {
 				c.msg, assembling = nil, false
 				continue
 			}
+			if compressed {
+				return c.inflated1(typ, *c.msg)
+			}
 			return typ, *c.msg, nil
 		}
 	}
+}
+
+// inflated1 returns the compressed message p of type typ inflated, into
+// c.inflated, or fails reading: a message that inflates past the read
+// limit is ErrMessageTooBig, data that is not deflate a ProtocolError
+// with StatusInvalidFramePayloadData, and a text message that inflates
+// to bytes that are not UTF-8 ErrInvalidUTF8. p's frames are all read.
+func (c *Conn) inflated1(typ MessageType, p []byte) (MessageType, []byte, error) {
+	c.inflated = msgPool.Get().(*[]byte)
+	err := inflate(c.inflated, p, c.limit)
+	if err == nil && typ == MessageText && !utf8.Valid(*c.inflated) {
+		err = ErrInvalidUTF8
+	}
+	if err != nil {
+		putMsg(c.inflated)
+		c.inflated = nil
+		return 0, nil, c.fail(err, 0)
+	}
+	return typ, *c.inflated, nil
 }
 
 // growMsg makes room for n more bytes in the message being assembled,
@@ -381,6 +423,10 @@ func (c *Conn) release() {
 	if c.msg != nil {
 		putMsg(c.msg)
 		c.msg = nil
+	}
+	if c.inflated != nil {
+		putMsg(c.inflated)
+		c.inflated = nil
 	}
 	c.stash = nil
 }

@@ -3,6 +3,7 @@ package wsconn
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -11,17 +12,103 @@ import (
 
 // WriteReserved sends buf[MaxHeaderLen:] as one message of type typ, in
 // one write to the socket: the frame header goes into the room the caller
-// left at the front of buf, which is overwritten.
+// left at the front of buf, which is overwritten. With permessage-deflate
+// negotiated, a payload of at least CompressionOptions.MinSize bytes is
+// compressed first into a pooled buffer (with the connection's own
+// compressor under ContextTakeover).
 func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
+	if c.compresses(buf) {
+		return c.writeDeflating(byte(typ), buf[MaxHeaderLen:])
+	}
+	return c.writeReserved(byte(typ), buf)
+}
+
+// WriteDeflatedReserved is WriteReserved for a payload already
+// compressed by AppendDeflated: buf[MaxHeaderLen:] goes out as is, marked
+// compressed. The connection must share compressed encodings
+// (SharesDeflated).
+func (c *Conn) WriteDeflatedReserved(typ MessageType, buf []byte) error {
+	if !c.SharesDeflated() {
+		return errNotShared
+	}
+	return c.writeReserved(byte(typ)|rsv1, buf)
+}
+
+// SharesDeflated reports whether permessage-deflate was negotiated
+// without context takeover, so that one AppendDeflated encoding of a
+// message can be written to this connection (WriteDeflatedReserved,
+// TryWriteDeflatedReserved).
+func (c *Conn) SharesDeflated() bool { return c.z != nil && !c.z.takeoverOn }
+
+// errNotShared is returned when a compressed encoding is written to a
+// connection that cannot take it.
+var errNotShared = errors.New("wsconn: connection did not negotiate permessage-deflate without context takeover")
+
+// compresses reports whether WriteReserved compresses buf's payload.
+func (c *Conn) compresses(buf []byte) bool {
+	return c.z != nil && len(buf)-MaxHeaderLen >= c.z.minSize
+}
+
+// writeReserved writes buf[MaxHeaderLen:] as one frame with opcode op
+// (and rsv1 when op carries it).
+func (c *Conn) writeReserved(op byte, buf []byte) error {
 	n := len(buf) - MaxHeaderLen
 	hl := headerLen(n)
 	off := MaxHeaderLen - hl
-	putHeader(buf[off:MaxHeaderLen], byte(typ), n)
+	putHeader(buf[off:MaxHeaderLen], op, n)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closeSent.Load() {
 		return ErrClosed
 	}
+	return c.writeLocked(buf[off:])
+}
+
+// deflateBufs pools the buffers messages are compressed into on their way
+// to one connection.
+var deflateBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, 1<<10)
+	return &b
+}}
+
+// putDeflateBuf pools b unless a rare large message grew it.
+func putDeflateBuf(b *[]byte) {
+	if cap(*b) <= maxPooledMessage {
+		deflateBufs.Put(b)
+	}
+}
+
+// deflateInto compresses p into *b after room for a frame header and
+// returns the reserved buffer; under context takeover wmu must be held,
+// so that messages are compressed in the order they are written.
+func (c *Conn) deflateInto(b *[]byte, p []byte) []byte {
+	dst := append((*b)[:0], make([]byte, MaxHeaderLen)...)
+	if c.z.takeoverOn {
+		dst = c.z.deflateTakeover(dst, p)
+	} else {
+		dst = AppendDeflated(dst, p, c.z.level)
+	}
+	*b = dst
+	return dst
+}
+
+// writeDeflating compresses p and writes it as one compressed frame.
+func (c *Conn) writeDeflating(op byte, p []byte) error {
+	b := deflateBufs.Get().(*[]byte)
+	defer putDeflateBuf(b)
+	if !c.z.takeoverOn {
+		return c.writeReserved(op|rsv1, c.deflateInto(b, p))
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.closeSent.Load() {
+		return ErrClosed
+	}
+	buf := c.deflateInto(b, p)
+	n := len(buf) - MaxHeaderLen
+	hl := headerLen(n)
+	off := MaxHeaderLen - hl
+	putHeader(buf[off:MaxHeaderLen], op|rsv1, n)
 	return c.writeLocked(buf[off:])
 }
 
@@ -34,13 +121,33 @@ func (c *Conn) WriteReserved(typ MessageType, buf []byte) error {
 // is added to it whole. When another write holds the connection, or the
 // connection has no descriptor to write to without waiting, it writes
 // nothing and returns ErrWouldWait; after any error nothing of buf was
-// sent or kept. buf itself is not kept.
+// sent or kept. buf itself is not kept. It compresses as WriteReserved
+// does.
 func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
-	n := len(buf) - MaxHeaderLen
-	hl := headerLen(n)
-	off := MaxHeaderLen - hl
-	putHeader(buf[off:MaxHeaderLen], byte(typ), n)
-	b := buf[off:]
+	if !c.compresses(buf) {
+		return c.tryWriteReserved(byte(typ), buf, nil)
+	}
+	b := deflateBufs.Get().(*[]byte)
+	defer putDeflateBuf(b)
+	if c.z.takeoverOn {
+		// Compressed under the write lock, in write order.
+		return c.tryWriteReserved(byte(typ)|rsv1, nil, func() []byte { return c.deflateInto(b, buf[MaxHeaderLen:]) })
+	}
+	return c.tryWriteReserved(byte(typ)|rsv1, c.deflateInto(b, buf[MaxHeaderLen:]), nil)
+}
+
+// TryWriteDeflatedReserved is TryWriteReserved for a payload already
+// compressed by AppendDeflated (see WriteDeflatedReserved).
+func (c *Conn) TryWriteDeflatedReserved(typ MessageType, buf []byte) (bool, error) {
+	if !c.SharesDeflated() {
+		return false, errNotShared
+	}
+	return c.tryWriteReserved(byte(typ)|rsv1, buf, nil)
+}
+
+// tryWriteReserved is TryWriteReserved of buf with opcode op; when buf is
+// nil, fill makes it once the write lock is held.
+func (c *Conn) tryWriteReserved(op byte, buf []byte, fill func() []byte) (bool, error) {
 	if !c.wmu.TryLock() {
 		return false, ErrWouldWait
 	}
@@ -51,6 +158,14 @@ func (c *Conn) TryWriteReserved(typ MessageType, buf []byte) (bool, error) {
 	if c.rc == nil {
 		return false, ErrWouldWait
 	}
+	if buf == nil {
+		buf = fill()
+	}
+	n := len(buf) - MaxHeaderLen
+	hl := headerLen(n)
+	off := MaxHeaderLen - hl
+	putHeader(buf[off:MaxHeaderLen], op, n)
+	b := buf[off:]
 	if len(c.rest) > 0 {
 		c.rest = append(c.rest, b...)
 		return false, nil
@@ -101,8 +216,12 @@ func (c *Conn) flushLocked() error {
 	return c.writeRaw(b)
 }
 
-// WriteMessage sends p as one message of type typ.
+// WriteMessage sends p as one message of type typ, compressed as
+// WriteReserved compresses.
 func (c *Conn) WriteMessage(typ MessageType, p []byte) error {
+	if c.z != nil && len(p) >= c.z.minSize {
+		return c.writeDeflating(byte(typ), p)
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if c.closeSent.Load() {
@@ -191,7 +310,7 @@ func headerLen(n int) int {
 }
 
 // putHeader writes the header of a final, unmasked frame into h, which is
-// exactly headerLen(n) long.
+// exactly headerLen(n) long; op may carry rsv1.
 func putHeader(h []byte, op byte, n int) {
 	h[0] = 0x80 | op
 	switch len(h) {
