@@ -85,6 +85,29 @@ func AppendDeflated(dst, p []byte, level int) []byte {
 	return out
 }
 
+// maxStored is the most bytes one stored deflate block holds (its LEN
+// field is 16 bits).
+const maxStored = 0xffff
+
+// AppendStored appends p to dst as non-final stored (uncompressed)
+// deflate blocks and returns the extended slice. Stored blocks end on a
+// byte boundary, so AppendStored(head) followed by AppendDeflated(tail)
+// is one valid permessage-deflate message of head+tail: the part of a
+// frame that differs per connection (a STOMP MESSAGE's subscription
+// header) travels stored, for 5 bytes, while the compressed rest is
+// shared by every connection.
+func AppendStored(dst, p []byte) []byte {
+	for len(p) > 0 {
+		n := min(len(p), maxStored)
+		// BFINAL 0, BTYPE 00, padding to the byte: one zero byte; then
+		// LEN and its ones' complement NLEN, little-endian.
+		dst = append(dst, 0x00, byte(n), byte(n>>8), ^byte(n), ^byte(n>>8))
+		dst = append(dst, p[:n]...)
+		p = p[n:]
+	}
+	return dst
+}
+
 // trimTail removes the sync flush's empty stored block from the end of
 // b[from:], leaving a single 0x00 for an empty message (RFC 7692 section
 // 7.2.3.6 allows either; one byte is what most peers send).

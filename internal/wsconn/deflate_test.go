@@ -339,6 +339,27 @@ func TestAppendDeflated(t *testing.T) {
 	}
 }
 
+// TestAppendStored: stored blocks followed by a shared compressed part
+// inflate, with an independent decoder and with inflate, to both parts
+// joined, for heads from empty to past one stored block's 65,535 bytes.
+func TestAppendStored(t *testing.T) {
+	t.Parallel()
+	tail := AppendDeflated(nil, text(2000, 5), DefaultCompressionLevel)
+	for _, n := range []int{0, 1, 30, 0xffff, 0xffff + 1, 150000} {
+		head := pattern(n, 6)
+		msg := AppendStored(nil, head)
+		msg = append(msg, tail...)
+		want := append(append([]byte(nil), head...), text(2000, 5)...)
+		if got := inflateRef(t, msg); !bytes.Equal(got, want) {
+			t.Errorf("head of %d: reference inflates to %d bytes %s", n, len(got), short(got))
+		}
+		out := new([]byte)
+		if err := inflate(out, msg, 1<<20); err != nil || !bytes.Equal(*out, want) {
+			t.Errorf("head of %d: inflate = %v, %d bytes", n, err, len(*out))
+		}
+	}
+}
+
 // TestSharedDeflated: one AppendDeflated encoding written to a connection
 // that negotiated permessage-deflate without context takeover arrives as
 // the message; a connection with context takeover, or none, refuses it.
