@@ -37,7 +37,7 @@ func TestLimiterRedisSteps(t *testing.T) {
 		{11 * ms, "alice", 1, false, re}, // 9+2 charged, the asking one refused: over
 		{12 * ms, "alice", 1, false, lo},
 		{999 * ms, "alice", 5, false, lo},
-		{500 * ms, "bob", 3, true, re}, // more than O at once asks at once
+		{500 * ms, "bob", 3, true, re},      // more than O at once asks at once
 		{time.Second, "alice", 1, true, lo}, // Redis' next window
 	})
 	if n := obs.roundTrips(); n != 5 {
