@@ -70,3 +70,24 @@ func BenchmarkAbuserFlood(b *testing.B) {
 		b.ReportMetric(trips[0]/trips[1], "ratio")
 	}
 }
+
+// BenchmarkPreCheckDrop is the cost of a frame the pre-check drops: a
+// principal Redis has said is over, from many goroutines at once.
+func BenchmarkPreCheckDrop(b *testing.B) {
+	srv := testredis.Start(b)
+	l := newTestLimiter(b, Config{Limit: 1, Window: time.Hour, Redis: newTestRedisStore(b, srv.URL(), nil)})
+	now := time.Now()
+	for range 2 {
+		l.AllowAt(now, "mallory", 1, l.Global())
+	}
+	if d := l.AllowAt(now, "mallory", 1, l.Global()); d != (Decision{Source: SourceLocal}) {
+		b.Fatalf("setup: %+v, want dropped locally", d)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			l.AllowAt(now, "mallory", 1, l.Global())
+		}
+	})
+}
