@@ -29,7 +29,7 @@ func (s *settings) principalLimitFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.principalSendLimit, "principal-send-limit", principallimit.DefaultLimit, "SENDs (and the other -limited-commands that name a destination) one authenticated principal may publish per -principal-send-window, all its sessions on every instance sharing -redis-url together; excess frames are dropped silently (0: no limit; 60 is three tabs at -send-limit, while a real user peaks at 1.3/s)")
 	fs.DurationVar(&s.principalSendWindow, "principal-send-window", principallimit.DefaultWindow, "fixed window of -principal-send-limit, by Redis' clock")
 	fs.IntVar(&s.principalSendOptimistic, "principal-send-optimistic", 0, "frames of one principal an instance passes per window before Redis has counted them, so that a user below it costs no round trip; instances together overshoot -principal-send-limit by at most their number times it (0: a tenth of the limit, 6 of 60)")
-	fs.IntVar(&s.principalLimitEntries, "principal-limit-entries", principallimit.DefaultMaxPrincipals, "most principals whose window the per-principal send limit holds in memory per instance (about 100 bytes each); past it the oldest state is dropped, expired windows first")
+	fs.IntVar(&s.principalLimitEntries, "principal-limit-entries", principallimit.DefaultMaxPrincipals, "most principals whose window the per-principal send limit holds in memory per instance (about 100 bytes each); past it a principal whose window ended makes room, else any one (counted in stompgate_principal_limit_evictions_total)")
 }
 
 // validatePrincipalLimit checks the settings principalLimitFlags
