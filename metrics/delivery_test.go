@@ -85,7 +85,8 @@ func TestBoundedCardinality(t *testing.T) {
 		len(relayDropReasonLabels) + // relay disconnect requests dropped
 		len(procsReasonLabels) + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
-		len(appBoundLabels) // app backlog refusals
+		len(appBoundLabels) + // app backlog refusals
+		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -120,6 +121,7 @@ func TestBoundedCardinality(t *testing.T) {
 		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
 		m.APIRequest(word(), rng.IntN(1000))
 		m.AppHandled(word())
+		m.PrincipalLimitDecision(rng.IntN(2) == 0, word())
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

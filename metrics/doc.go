@@ -26,6 +26,8 @@
 //   - store: outcome.LimiterStores; reason on local decisions:
 //     outcome.LocalReasons.
 //   - scope: outcome.CapScopes (CapScope).
+//   - source on the per-principal limit's decisions:
+//     outcome.PrincipalLimitSources; result: passed, dropped.
 //   - direction: outcome.RelayDirections (RelayDirection); reason on the
 //     relay's drops: outcome.RelayDrops (RelayDropReason); on its
 //     resubscriptions: outcome.RelayResubscribes.
@@ -74,7 +76,8 @@
 //     whose COMMIT does not fit the limit counts every SEND it held),
 //     rejected (an authentication, permission or abuse stage),
 //     transaction_aborted (SENDs of a transaction aborted or left open
-//     when its session ended), other.
+//     when its session ended), principal_limit (the per-principal send
+//     limit across instances, silently), other.
 //   - stompgate_protocol_error_closes_total{kind}: sessions closed with an
 //     ERROR frame, by kind of violation.
 //
@@ -156,6 +159,27 @@
 //   - stompgate_session_cap_displaced_total{scope}: sessions that a newer
 //     session of the same key displaced at the cap
 //     (-session-cap-displace).
+//
+// The per-principal send limit (all sessions of a principal on every
+// instance; its drops are stompgate_frames_dropped_total{reason=
+// "principal_limit"}):
+//
+//   - stompgate_principal_limit_decisions_total{result,source}: its
+//     decisions, passed or dropped, by source: local (the pre-check in
+//     memory, no round trip), redis (a charge Redis answered), memory
+//     (this instance's own count: no Redis, Redis unreachable, or a
+//     charge that failed in the window). dropped{source="local"} over all
+//     dropped is the share of an abuser's excess that never reached Redis.
+//   - stompgate_principal_limit_redis_round_trips_total: charges sent to
+//     Redis, answered or not.
+//   - stompgate_principal_limit_store_errors_total: failed Redis calls
+//     (charges, probe PINGs).
+//   - stompgate_principal_limit_evictions_total: principals' entries
+//     dropped while their window ran, to keep memory within its bound.
+//   - stompgate_principal_limit_fallback (gauge): 1 while the limit counts
+//     this instance's frames only because Redis is unreachable, else 0.
+//   - stompgate_principal_limit_confirmations_total{result}: PINGs that
+//     confirmed -redis-timeouts-to-fail charges timed out in a row.
 //
 // IPv6 clients are keyed by prefix (-ipv6-prefix, /64 by default) in the
 // handshake rate, the bans and the session caps:

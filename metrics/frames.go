@@ -90,6 +90,9 @@ const (
 	// DropAborted: a SEND held in a transaction that was aborted, or
 	// still open when its session ended.
 	DropAborted
+	// DropPrincipalLimit: the per-principal send limit dropped the
+	// frame silently.
+	DropPrincipalLimit
 
 	numDropReasons = iota
 )
@@ -99,11 +102,13 @@ var dropReasonLabels = [numDropReasons]string{
 	DropRateLimit: outcome.DropRateLimit.String(),
 	DropRejected:  outcome.DropRejected,
 	DropAborted:   outcome.DropAborted.String(),
+
+	DropPrincipalLimit: outcome.DropPrincipalLimit.String(),
 }
 
 // DropReasonOf returns the DropReason of a reason the interceptor chain
-// reported (interceptor.Result.Reason): the chain's own rate_limit and
-// transaction_aborted by value, any other reason as rejected, so that a
+// reported (interceptor.Result.Reason): the chain's own rate_limit,
+// transaction_aborted and principal_limit by value, any other reason as rejected, so that a
 // stage a program adds can never create a series.
 func DropReasonOf(reason *outcome.Reason) DropReason {
 	switch reason {
@@ -111,6 +116,8 @@ func DropReasonOf(reason *outcome.Reason) DropReason {
 		return DropRateLimit
 	case outcome.DropAborted:
 		return DropAborted
+	case outcome.DropPrincipalLimit:
+		return DropPrincipalLimit
 	}
 	return DropRejected
 }

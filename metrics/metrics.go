@@ -101,6 +101,7 @@ type Metrics struct {
 
 	relay   relayMetrics
 	caps    capMetrics
+	plimit  principalLimitMetrics
 	backend backendMetrics
 	input   inputMetrics
 
@@ -131,6 +132,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildDelivery(b)
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
+	m.buildPrincipalLimit(b)
 	m.buildHTTP(b)
 	m.buildPrefix(b)
 	m.buildBackend(b)

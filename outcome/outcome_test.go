@@ -51,6 +51,7 @@ func TestReasons(t *testing.T) {
 	}{
 		{DropRateLimit, nil},
 		{DropAborted, nil},
+		{DropPrincipalLimit, nil},
 		{RejectAbuse, CloseRateLimitAbuse},
 		{RejectBanned, CloseRateLimitAbuse},
 		{RejectAuth, CloseAuthFailed},

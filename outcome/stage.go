@@ -66,6 +66,9 @@ var (
 	// DropAborted: SENDs whose transaction was aborted, or was still
 	// open when the session ended.
 	DropAborted = defineReason("transaction_aborted", nil)
+	// DropPrincipalLimit: a frame over its principal's limit across
+	// every session and instance, dropped silently.
+	DropPrincipalLimit = defineReason("principal_limit", nil)
 	// RejectAbuse: a session that kept flooding past its limit, closed by
 	// escalation.
 	RejectAbuse = defineReason("rate_limit_abuse", CloseRateLimitAbuse)

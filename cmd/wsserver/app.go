@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -18,6 +19,7 @@ import (
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/principallimit"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
@@ -44,6 +46,12 @@ type app struct {
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
 	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
+	// plimit is the per-principal send limit; nil with
+	// -principal-send-limit 0.
+	plimit *principallimit.Limiter
+	// principalLimitFor gives a destination its own per-principal limit
+	// (the policy's destination rules); nil: the global limit everywhere.
+	principalLimitFor func(dest string) (rule string, limit int, window time.Duration, ok bool)
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -156,7 +164,14 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, logger)
+	if err := a.newPrincipalLimit(st, logger); err != nil {
+		return err
+	}
+	plimit, err := a.principalLimitStage(st)
+	if err != nil {
+		return err
+	}
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, plimit, logger)
 	if err != nil {
 		return err
 	}
@@ -218,7 +233,9 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// per-principal session cap (caps), session limiter. Metrics are no
+// per-principal session cap (caps), session limiter, per-principal send
+// limit (plimit, nil without one: after the session limiter, so that
+// frames it drops are never charged to the principal). Metrics are no
 // stage: obs, the chain's observer, counts each frame once after the
 // last stage. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
@@ -226,7 +243,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
 // -jwt-jwks-url. caps holds the per-principal session cap, displaced
 // ends the sessions it displaces.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), logger *slog.Logger) (*interceptor.Chain, error) {
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), plimit interceptor.Stage, logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -268,6 +285,9 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		stages = append(stages, capStage)
 	}
 	stages = append(stages, limit)
+	if plimit != nil {
+		stages = append(stages, plimit)
+	}
 	return interceptor.NewChain(obs, stages...), nil
 }
 
@@ -368,6 +388,7 @@ func (a *app) close() {
 		a.jwks.Close()
 	}
 	a.closeSessionCaps()
+	a.closePrincipalLimit()
 	if a.limiter != nil {
 		_ = a.limiter.Close()
 	}

@@ -103,6 +103,8 @@ type settings struct {
 	inboundSettings  // the per-session inbound budget (inbound.go)
 
 	relayTrustSettings // messages between instances (relaytrust.go)
+
+	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -178,6 +180,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.limiterFlags(fs)
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
+	s.principalLimitFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs

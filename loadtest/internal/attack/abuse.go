@@ -37,35 +37,37 @@ type abuseConfig struct {
 	sessionCap int
 
 	// Attack sizes.
-	receiptsMessage int
-	commitSessions  int
-	commitAfter     time.Duration
-	commitBody      int
-	txSessions      int
-	txBody          int
-	churnSubs       int
-	httpConns       int
-	httpPath        string
-	silentSessions  int
-	perIPRate       float64
-	ipv6Addresses   int     // ipv6-prefix: workers, each on fresh addresses
-	handshakeRate   float64 // the server's handshake rate, r/s, for ipv6-prefix
-	handshakeBurst  int     // and its burst
-	appSessions     int
-	appBody         int
-	appTotalBytes   int64
-	redisURL        string
-	floodConns      int
-	slowReaders     int
-	slowPublishers  int
-	slowMessage     int
-	slowReadRate    int
-	slowReadBuffer  int
-	floodSessions   int
-	baselineP99     float64
-	jwtSecret       string
-	injectSize      int
-	injectRate      float64
+	receiptsMessage   int
+	commitSessions    int
+	commitAfter       time.Duration
+	commitBody        int
+	txSessions        int
+	txBody            int
+	churnSubs         int
+	httpConns         int
+	httpPath          string
+	silentSessions    int
+	perIPRate         float64
+	ipv6Addresses     int     // ipv6-prefix: workers, each on fresh addresses
+	handshakeRate     float64 // the server's handshake rate, r/s, for ipv6-prefix
+	handshakeBurst    int     // and its burst
+	appSessions       int
+	appBody           int
+	appTotalBytes     int64
+	redisURL          string
+	floodConns        int
+	slowReaders       int
+	slowPublishers    int
+	slowMessage       int
+	slowReadRate      int
+	slowReadBuffer    int
+	floodSessions     int
+	baselineP99       float64
+	jwtSecret         string
+	principalSessions int
+	principalLimit    int
+	injectSize        int
+	injectRate        float64
 }
 
 // The attacks, in the order they run.
@@ -87,6 +89,7 @@ const (
 	attackUnlimitedFrames = "unlimited-frames"
 	attackTokenChurn      = "token-churn"
 	attackRelayInject     = "relay-inject"
+	attackPrincipalFlood  = "principal-flood"
 )
 
 var allAttacks = []string{
@@ -106,6 +109,7 @@ var allAttacks = []string{
 	attackSlowReaders,
 	attackUnlimitedFrames,
 	attackTokenChurn,
+	attackPrincipalFlood,
 	attackRelayInject,
 }
 
@@ -215,7 +219,9 @@ func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.slowReadBuffer, "slow-read-buffer", defaultSlowReadBuffer, "slow-readers: socket receive buffer of each reader in bytes")
 	fs.IntVar(&c.floodSessions, "flood-sessions", defaultFloodSessions, "unlimited-frames: sessions flooding ACKs, EOLs, empty continuation fragments and dropped SENDs, one kind each in turn (0: none, for the honest baseline)")
 	fs.Float64Var(&c.baselineP99, "baseline-p99", 0, "unlimited-frames: the honest p99 in ms without flooders (a run with -flood-sessions 0); the target is 2× it (0: not judged)")
-	fs.StringVar(&c.jwtSecret, "jwt-secret", "", "token-churn: the server's -jwt-secret, to sign HS256 tokens of one principal")
+	fs.StringVar(&c.jwtSecret, "jwt-secret", "", "token-churn, principal-flood: the server's -jwt-secret, to sign HS256 tokens of one principal")
+	fs.IntVar(&c.principalSessions, "principal-sessions", defaultPrincipalSessions, "principal-flood: sessions of one principal, each publishing at -send-limit")
+	fs.IntVar(&c.principalLimit, "principal-send-limit", defaultPrincipalLimit, "the server's -principal-send-limit per 1 s window, what principal-flood's delivery is judged against (0: not judged)")
 	fs.IntVar(&c.injectSize, "inject-size", defaultInjectSize, "relay-inject: bytes of the large payloads")
 	fs.Float64Var(&c.injectRate, "inject-rate", defaultInjectRate, "relay-inject: PUBLISHes per second, one in ten large")
 	return fs
@@ -304,6 +310,10 @@ func (c *abuseConfig) Validate() error {
 		return fmt.Errorf("-flood-sessions %d: must be in [0, %d]", c.floodSessions, maxAttackSessions)
 	case c.baselineP99 < 0:
 		return fmt.Errorf("-baseline-p99 %v is negative", c.baselineP99)
+	case c.principalSessions < 1 || c.principalSessions > maxAttackSessions:
+		return fmt.Errorf("-principal-sessions %d: must be in [1, %d]", c.principalSessions, maxAttackSessions)
+	case c.principalLimit < 0:
+		return fmt.Errorf("-principal-send-limit %d is negative", c.principalLimit)
 	case c.perIPRate <= 0 || c.perIPRate > scenario.MaxRate:
 		return fmt.Errorf("-per-ip-rate %v: must be in (0, %d]", c.perIPRate, scenario.MaxRate)
 	case c.handshakeRate <= 0 || c.handshakeRate > scenario.MaxRate:
@@ -383,6 +393,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &unlimitedFramesAttack{env: env}
 	case attackTokenChurn:
 		return &tokenChurnAttack{env: env}
+	case attackPrincipalFlood:
+		return &principalFloodAttack{env: env}
 	case attackRelayInject:
 		return &relayInjectAttack{env: env}
 	}

@@ -91,9 +91,10 @@ func shortAbuse(url string, pid int) abuseConfig {
 		floodConns:  20,
 		slowReaders: 5, slowPublishers: 2, slowMessage: 20_000,
 		slowReadRate: defaultSlowReadRate, slowReadBuffer: defaultSlowReadBuffer,
-		floodSessions: defaultFloodSessions,
-		jwtSecret:     testJWTSecret,
-		injectSize:    1 << 20, injectRate: 20,
+		floodSessions:     defaultFloodSessions,
+		jwtSecret:         testJWTSecret,
+		principalSessions: defaultPrincipalSessions, principalLimit: defaultPrincipalLimit,
+		injectSize: 1 << 20, injectRate: 20,
 	}
 	c.PID = pid
 	if u, err := neturl.Parse(url); err == nil {
@@ -195,7 +196,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		case strings.HasPrefix(tg.Target, "honest subscribers stay connected"),
 			strings.HasPrefix(tg.Target, "receipts keeps server RSS"),
 			strings.HasPrefix(tg.Target, "user-forge"),
-			strings.HasPrefix(tg.Target, "token-churn"):
+			strings.HasPrefix(tg.Target, "token-churn"),
+			strings.HasPrefix(tg.Target, "principal-flood"):
 			if tg.Status != "pass" {
 				t.Errorf("target %q: %s (%s), want pass", tg.Target, tg.Status, tg.Detail)
 			}
@@ -257,6 +259,11 @@ func TestAbuseJudge(t *testing.T) {
 	churn := func(open bool, errs ...string) attackResult {
 		return attackResult{Name: attackTokenChurn, Attacker: attackerReport{ErrorFrames: errs, Figures: map[string]float64{figOpenAtEnd: b2f(open)}}}
 	}
+	// pflood received n flood messages in 10 s: against 60/s the bound
+	// is 11 windows of 66.
+	pflood := func(n float64) attackResult {
+		return attackResult{Name: attackPrincipalFlood, Seconds: 10, Attacker: attackerReport{Figures: map[string]float64{figPrincipalSent: 2000, figPrincipalReceived: n}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -269,26 +276,26 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
-			flood(1.1), churn(true, "too many token checks"),
+			flood(1.1), churn(true, "too many token checks"), pflood(11 * 66),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}},
 		}, map[string]string{"app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
-			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass"}},
+			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass", "principal-flood": "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
 			{Name: attackCommitBurst, Honest: honestReport{Subscribers: 3, Disconnected: 1, Disconnects: []string{"subscriber 0: closed 1008 slow consumer"}}},
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
-			flood(1.3), churn(false, "too many token checks"),
+			flood(1.3), churn(false, "too many token checks"), pflood(11*66 + 1),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}},
 		}, map[string]string{"app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
-			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail"}},
+			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail", "principal-flood": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
 			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"}, {Name: attackAppFill, Error: "refused"},
 			{Name: attackSlowReaders, Error: "refused"}, {Name: attackTokenChurn, Error: "token-churn needs -jwt-secret"},
-			{Name: attackRelayInject, Error: "needs -redis-url"},
+			{Name: attackRelayInject, Error: "needs -redis-url"}, {Name: attackPrincipalFlood, Error: "principal-flood needs -jwt-secret"},
 		}, nil},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
@@ -298,7 +305,7 @@ func TestAbuseJudge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, principalLimit: 60, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
 				floodSessions: 4, baselineP99: 0.6})
 			seen := map[string]bool{}
 			for _, tg := range r.Targets {

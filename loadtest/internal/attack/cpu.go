@@ -3,9 +3,6 @@ package attack
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -195,12 +192,7 @@ func (a *tokenChurnAttack) prepare(ctx context.Context) error {
 // token returns an HS256 JWT for the principal "churn", valid for an
 // hour, made distinct by n.
 func (a *tokenChurnAttack) token(n int) string {
-	enc := base64.RawURLEncoding.EncodeToString
-	head := enc([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	body := enc([]byte(`{"sub":"churn","exp":` + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10) + `,"jti":"` + strconv.Itoa(n) + `"}`))
-	mac := hmac.New(sha256.New, []byte(a.env.cfg.jwtSecret))
-	mac.Write([]byte(head + "." + body))
-	return head + "." + body + "." + enc(mac.Sum(nil))
+	return signHS256(a.env.cfg.jwtSecret, "churn", strconv.Itoa(n))
 }
 
 // tokenMessage packs ACK frames carrying tokens: the two of pair in turn,
