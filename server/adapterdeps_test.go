@@ -19,6 +19,7 @@ var adapterPackages = []string{
 	module + "jwtauth",
 	module + "metrics",
 	module + "policy",
+	module + "principallimit",
 	module + "relay",
 	module + "sessioncap",
 }
