@@ -37,12 +37,12 @@ type Rules struct {
 type shape uint8
 
 const (
-	shapeLiteral    shape = iota // no wildcard: equality
-	shapeAnyRest                 // prefix "**": prefix only
-	shapeOneStar                 // prefix "*" suffix: no separator between
-	shapeAnyMiddle               // prefix "**" suffix: anything between
-	shapeSegments                // whole-segment "*"s, "**" only last: one pass
-	shapeGeneral                 // anything else: interceptor.MatchDestination
+	shapeLiteral   shape = iota // no wildcard: equality
+	shapeAnyRest                // prefix "**": prefix only
+	shapeOneStar                // prefix "*" suffix: no separator between
+	shapeAnyMiddle              // prefix "**" suffix: anything between
+	shapeSegments               // whole-segment "*"s, "**" only last: one pass
+	shapeGeneral                // anything else: interceptor.MatchDestination
 )
 
 // compiled is one pattern taken apart for matching.
