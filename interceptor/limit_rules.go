@@ -11,8 +11,9 @@ import (
 
 // RuleDefault is the rule name a LimitStage reports for frames no
 // destination rule matched (see LimitConfig.Dropped). No DestinationRule
-// may be called so.
-const RuleDefault = "default"
+// may be called so. It is outcome.RuleDefault, the label those drops are
+// counted under.
+const RuleDefault = outcome.RuleDefault
 
 // MaxDestinationRules is the most rules a DestinationRules may hold, and
 // so the most per-rule limiters one session can make the server keep.
