@@ -44,6 +44,9 @@ type app struct {
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
 	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
+	// rules are the policy's destination rules in force, replaced on
+	// SIGHUP (reload).
+	rules *ruleSet
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -116,6 +119,9 @@ func (a *app) newHandshakeLimiter(st *settings, logger *slog.Logger) (edge, erro
 	if !ok {
 		return edge{}, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
 	}
+	if a.rules, err = newRuleSet(st.policyFile, pol, a.metrics, logger); err != nil {
+		return edge{}, err
+	}
 	trusted, err := clientip.ParseTrustedProxies(st.trustedProxies)
 	if err != nil {
 		return edge{}, fmt.Errorf("-trusted-proxies (%s): %w", envName("trusted-proxies"), err)
@@ -156,7 +162,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, logger)
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, a.rules, logger)
 	if err != nil {
 		return err
 	}
@@ -225,8 +231,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
 // -jwt-jwks-url. caps holds the per-principal session cap, displaced
-// ends the sessions it displaces.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), logger *slog.Logger) (*interceptor.Chain, error) {
+// ends the sessions it displaces. rules are the policy's destination
+// rules, which the session limiter enforces (per-rule limits, read-only
+// destinations) and which reload replaces in it.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), rules *ruleSet, logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -255,9 +263,13 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		Banner:         bans,
 		BanKey:         func(ip netip.Addr) string { return clientip.Key(ip, st.ipv6Prefix) },
 		Logger:         logger,
+		Dropped:        obs.RuleDropped,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
+	}
+	if err := rules.attach(limit, alg); err != nil {
+		return nil, fmt.Errorf("-policy: %w", err)
 	}
 	stages := []interceptor.Stage{principal}
 	capStage, err := principalCapStage(st, caps, displaced)
