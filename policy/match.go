@@ -29,8 +29,66 @@ type Rules struct {
 	// depth is the number of leading separators the index keys on; 0
 	// means no index (every pattern is in general).
 	depth   int
-	buckets map[string][]uint16 // key (see compiled.key) → rules, ascending
-	general []uint16            // rules tried for every destination, ascending
+	buckets table    // key (see compiled.key) → rules, ascending
+	general []uint16 // rules tried for every destination, ascending
+}
+
+// table is an open-addressing hash table from index keys to rules.
+type table struct {
+	slots []slot // a power of two long, at most half full
+}
+
+// slot is one entry of table; an empty key marks a free slot (no key is
+// empty: a pattern is not).
+type slot struct {
+	key   string
+	rules []uint16
+}
+
+// hashKey hashes an index key by its length and its last 8 bytes, where
+// keys of one policy differ ("/topic/room01." and "/topic/room02."): a
+// few cycles, against a per-byte hash of the whole key. Collisions only
+// cost a probe; the key itself is compared.
+func hashKey(s string) uint64 {
+	h := uint64(len(s))
+	for i := max(0, len(s)-8); i < len(s); i++ {
+		h = h<<8 | uint64(s[i])
+	}
+	h *= 0x9e3779b97f4a7c15 // Fibonacci hashing: the top bits are mixed
+	return h ^ h>>32
+}
+
+// add appends rule to key's list, growing nothing: the table is sized
+// before the first add.
+func (t *table) add(key string, rule uint16) {
+	mask := uint64(len(t.slots) - 1)
+	for i := hashKey(key) & mask; ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if sl.key == "" {
+			sl.key = key
+		}
+		if sl.key == key {
+			sl.rules = append(sl.rules, rule)
+			return
+		}
+	}
+}
+
+// get returns key's rules.
+func (t *table) get(key string) []uint16 {
+	if len(t.slots) == 0 {
+		return nil
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := hashKey(key) & mask; ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		if sl.key == key {
+			return sl.rules
+		}
+		if sl.key == "" {
+			return nil
+		}
+	}
 }
 
 // shape is how a compiled pattern is matched.
@@ -231,14 +289,6 @@ func (c *compiled) key(depth int) (key string, ok bool) {
 	return "", false
 }
 
-// destKey returns the index key of a destination at depth (see key).
-func destKey(dest string, depth int) string {
-	if n := lead(dest, depth); n > 0 {
-		return dest[:n]
-	}
-	return dest
-}
-
 // index files the patterns under their leading segments, at the depth
 // that leaves the fewest patterns to try for the worst destination.
 func (rs *Rules) index() {
@@ -260,11 +310,15 @@ func (rs *Rules) index() {
 	}
 	rs.depth = best
 	if best > 0 {
-		rs.buckets = map[string][]uint16{}
+		size := 4
+		for size < 2*len(rs.pats) {
+			size *= 2
+		}
+		rs.buckets.slots = make([]slot, size)
 	}
 	for i := range rs.pats {
 		if k, ok := rs.pats[i].key(best); best > 0 && ok {
-			rs.buckets[k] = append(rs.buckets[k], uint16(i))
+			rs.buckets.add(k, uint16(i))
 		} else {
 			rs.general = append(rs.general, uint16(i))
 		}
@@ -310,7 +364,13 @@ func (rs *Rules) Index(dest string) int {
 	}
 	var bucket []uint16
 	if rs.depth > 0 {
-		bucket = rs.buckets[destKey(dest, rs.depth)]
+		// The key is dest up to its depth-th separator, or all of dest
+		// (see compiled.key).
+		key := dest
+		if n := lead(dest, rs.depth); n > 0 {
+			key = dest[:n]
+		}
+		bucket = rs.buckets.get(key)
 	}
 	general := rs.general
 	// Merge the two ascending lists, trying rules in policy order.
