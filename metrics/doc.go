@@ -98,10 +98,9 @@
 //   - stompgate_rule_frames_dropped_total{rule}: frames the session
 //     limiter stopped, over a limit or a SEND to a read-only destination,
 //     by the rule that applied: its name (SetRules), default when no rule
-//     did, other past MaxRuleLabels names. Its sum equals the frames
-//     counted in stompgate_frames_dropped_total under the session
-//     limiter's reasons (rate_limit, rate_limit_abuse, and permission for
-//     read-only refusals).
+//     did, other past MaxRuleLabels names. Its sum equals the session
+//     limiter's share of stompgate_frames_dropped_total: its rate_limit
+//     drops, and its escalations and read-only refusals among rejected.
 //   - stompgate_policy_reloads_total{result}: re-readings of the policy
 //     file on SIGHUP: applied, or refused (the old rules stay).
 //
