@@ -68,6 +68,11 @@ type LimitConfig struct {
 // Session, so sessions never contend with each other and no global map or
 // lock sits on the per-frame path.
 //
+// With destination rules (LimitConfig.Rules, SetRules), a frame whose
+// destination a rule with a limit of its own matches is counted by the
+// session's limiter for that rule instead, and a SEND to a read-only
+// rule's destination ends the session (see DestinationRule).
+//
 // A LimitStage is safe for concurrent use by many sessions.
 type LimitStage struct {
 	cfg     LimitConfig
