@@ -109,7 +109,8 @@ type edge struct {
 // newHandshakeLimiter builds the handshake limiter of the policy's
 // ws_handshake zone: in Redis with -redis-url (connecting a.redis, which
 // the caps, the relay and the disconnects share), in process memory
-// otherwise. It sets a.limiter.
+// otherwise. It sets a.limiter, and a.rules from the same policy file's
+// destination rules.
 func (a *app) newHandshakeLimiter(st *settings, logger *slog.Logger) (edge, error) {
 	pol, err := policy.Load(st.policyFile)
 	if err != nil {
