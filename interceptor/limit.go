@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/stompgate/stompgate/outcome"
@@ -48,6 +49,17 @@ type LimitConfig struct {
 	BanKey func(netip.Addr) string
 	// Logger receives one line per escalation. Nil means slog.Default().
 	Logger *slog.Logger
+	// Rules are the destination rules the stage starts with: per-rule
+	// limits and read-only destinations (see DestinationRule). Nil means
+	// none: every frame counts against the session's one limiter, at the
+	// cost of one atomic load per frame. SetRules replaces them.
+	Rules *DestinationRules
+	// Dropped, when set, is told of every n frames the stage stops
+	// (dropped over a limit, or rejected), with the name of the rule that
+	// applied, RuleDefault when none did, so that drops can be counted by
+	// rule. It is called on the session's reader goroutine and must not
+	// block. Nil means not told.
+	Dropped func(rule string, n int)
 }
 
 // LimitStage drops limited frames over the session's limit silently: no
@@ -56,12 +68,18 @@ type LimitConfig struct {
 // Session, so sessions never contend with each other and no global map or
 // lock sits on the per-frame path.
 //
+// With destination rules (LimitConfig.Rules, SetRules), a frame whose
+// destination a rule with a limit of its own matches is counted by the
+// session's limiter for that rule instead, and a SEND to a read-only
+// rule's destination ends the session (see DestinationRule).
+//
 // A LimitStage is safe for concurrent use by many sessions.
 type LimitStage struct {
 	cfg     LimitConfig
 	factory *sessionlimit.Factory
 	limited [8]string // small fixed set; compared linearly, no map lookup
 	nlim    int
+	rules   atomic.Pointer[DestinationRules] // nil: no destination rules
 }
 
 var (
@@ -105,6 +123,7 @@ func NewLimitStage(cfg LimitConfig) (*LimitStage, error) {
 	if cfg.Logger == nil {
 		st.cfg.Logger = slog.Default()
 	}
+	st.rules.Store(cfg.Rules)
 	return st, nil
 }
 
@@ -117,10 +136,18 @@ func (st *LimitStage) limits(cmd string) bool {
 	return false
 }
 
-// Handle counts limited frames against the session's limiter. A SEND
-// inside a transaction is not counted here but when its transaction
-// commits (Commit).
+// Handle counts limited frames against the session's limiter, or against
+// the session's limiter for the destination rule the frame falls under
+// when that rule has a limit of its own; it refuses a SEND to a read-only
+// rule's destination. A SEND inside a transaction is not counted here but
+// when its transaction commits (Commit), against the session's default
+// limiter.
 func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Result {
+	if t := st.rules.Load(); t != nil {
+		if i := destinationRule(t, f); i >= 0 {
+			return st.handleRule(t, i, s, f, now)
+		}
+	}
 	if !st.limits(f.Command) || InTransaction(f) {
 		return Continue()
 	}
@@ -130,13 +157,16 @@ func (st *LimitStage) Handle(s *Session, f *stompframe.Frame, now time.Time) Res
 	if s.Limiter.AllowAt(now) {
 		return Continue()
 	}
-	return st.overLimit(s, now, 1)
+	return st.overLimit(s, now, 1, RuleDefault)
 }
 
 // Commit charges a committing transaction's n SENDs to the session's
 // limiter together: they all pass if they fit in what the limit allows at
 // now, otherwise all are dropped (and count n times towards escalation).
 // A transaction of more SENDs than the limit per window never commits.
+// The SENDs count against the default limiter whatever their
+// destinations' rules: a COMMIT names no destination, so a transaction
+// never gets more than the default limit allows, nor a rule's own.
 func (st *LimitStage) Commit(s *Session, n int, now time.Time) Result {
 	if !st.limits(stompframe.CommandSend) {
 		return Continue()
@@ -147,12 +177,13 @@ func (st *LimitStage) Commit(s *Session, n int, now time.Time) Result {
 	if s.Limiter.AllowNAt(now, n) {
 		return Continue()
 	}
-	return st.overLimit(s, now, n)
+	return st.overLimit(s, now, n, RuleDefault)
 }
 
-// overLimit answers n frames the limiter refused: dropped, or the session
-// rejected when they take it over the escalation threshold.
-func (st *LimitStage) overLimit(s *Session, now time.Time, n int) Result {
+// overLimit answers n frames the limiter of rule refused: dropped, or the
+// session rejected when they take it over the escalation threshold.
+func (st *LimitStage) overLimit(s *Session, now time.Time, n int, rule string) Result {
+	st.dropped(rule, n)
 	if st.cfg.EscalateAfter > 0 && st.escalate(s, now, n) {
 		st.ban(s)
 		return RejectFrame(outcome.RejectAbuse, "rate limit exceeded",

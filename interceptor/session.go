@@ -30,6 +30,12 @@ type Session struct {
 	// costs nothing.
 	Limiter sessionlimit.Limiter
 
+	// The LimitStage's limiters for destination rules with limits of
+	// their own, made on first use, at most one per rule of ruleTable,
+	// the rules they belong to.
+	ruleLimiters []ruleLimiter
+	ruleTable    *DestinationRules
+
 	// abuse is the LimitStage's escalation state: drops counted in a
 	// fixed window that starts at the first drop.
 	abuseStart int64 // Unix nanoseconds

@@ -86,7 +86,8 @@ func TestBoundedCardinality(t *testing.T) {
 		len(procsReasonLabels) + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
 		len(appBoundLabels) + // app backlog refusals
-		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
+		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults + // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
+		2 + len(reloadResultLabels) // rule drops (default, other), policy reloads
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

@@ -34,6 +34,9 @@
 //   - endpoint, result, bound on the backend: outcome.APIEndpoints,
 //     outcome.AppResults, outcome.AppBacklogBounds.
 //   - destination_prefix: one of Config.DestinationPrefixes.
+//   - rule: the policy's destination rule names, which the policy bounds
+//     (at most 256, [a-z0-9_]+), given to SetRules; default; other.
+//   - result on policy reloads: outcome.ReloadResults (ReloadResult).
 //   - version, revision, goversion: the one build the binary is
 //     (Config.Build), fixed for the life of the process.
 //
@@ -92,6 +95,17 @@
 // The caller keeps the identity by calling FrameReceived once per frame and
 // then exactly one of FramePassed or FrameDropped. The drop ratio the
 // alerts and the dashboard show is dropped / received.
+//
+// Destination rules (the policy's destinations list):
+//
+//   - stompgate_rule_frames_dropped_total{rule}: frames the session
+//     limiter stopped, over a limit or a SEND to a read-only destination,
+//     by the rule that applied: its name (SetRules), default when no rule
+//     did, other past MaxRuleLabels names. Its sum equals the session
+//     limiter's share of stompgate_frames_dropped_total: its rate_limit
+//     drops, and its escalations and read-only refusals among rejected.
+//   - stompgate_policy_reloads_total{result}: re-readings of the policy
+//     file on SIGHUP: applied, or refused (the old rules stay).
 //
 // Delivery:
 //

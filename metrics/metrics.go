@@ -109,6 +109,8 @@ type Metrics struct {
 
 	prefixRefusals []prometheus.Counter
 	procsChanges   []prometheus.Counter
+
+	rules ruleMetrics
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -139,6 +141,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
 	m.buildProcs(b)
+	m.buildRules(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

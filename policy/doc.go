@@ -37,6 +37,21 @@
 // enforces the cap of its handshake zone too, across every instance, so a
 // deployment without nginx is held to the same number.
 //
+// # Destination rules
+//
+// A policy may list rules for STOMP destinations (Rule): a pattern and
+// what the server does for destinations that match it — a per-session
+// send limit of its own and the commands it counts, read-only
+// destinations, latest-value delivery, a subscriber cap, a per-principal
+// limit across instances. The first rule that matches a destination
+// applies; a destination no rule matches keeps the server's defaults.
+// Patterns are those of the principal's permissions
+// (interceptor.MatchDestination), so one pattern language serves both.
+// NewRules compiles the rules into a Rules that finds a destination's
+// rule without allocating; the wsserver swaps a new one in on SIGHUP. The
+// rules are STOMP-level: nginx never sees a frame, and nothing of them
+// is rendered there.
+//
 // # Policy files
 //
 // Parse and Load read YAML; the compiled-in Default is the embedded

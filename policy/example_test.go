@@ -56,3 +56,39 @@ func ExampleParseRate() {
 	// 500 <nil>
 	// 0 policy: rate "1r/m" is not exact in nginx, which would round it down to 16/1000 r/s; use a multiple of 3r/m
 }
+
+func ExampleRules_Index() {
+	p, err := policy.Parse([]byte(`
+zones:
+  - {name: ws_handshake, rate: 3r/s, burst: 5, routes: [{method: GET, path: /ws, upstream: ws}]}
+destinations:
+  - {name: chat, pattern: /topic/chat.*, send: {limit: 5, window: 1s}}
+  - {name: game_state, pattern: /topic/game.*.state, delivery: latest, max_subscribers: 10}
+  - {name: app, pattern: /app/**}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rules, err := p.Rules()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, dest := range []string{"/topic/chat.lobby", "/topic/chat.a.b", "/topic/game.7.state", "/app/lobby.ready", "/queue/x"} {
+		if i := rules.Index(dest); i >= 0 {
+			r := rules.Rule(i)
+			fmt.Printf("%-20s %-10s send %-5s delivery %s\n", dest, r.Name, r.Send, r.Delivery)
+		} else {
+			fmt.Printf("%-20s no rule: the defaults\n", dest)
+		}
+	}
+	fmt.Printf("%+v\n", rules.Options("/topic/game.7.state"))
+	// Output:
+	// /topic/chat.lobby    chat       send 5/1s  delivery all
+	// /topic/chat.a.b      no rule: the defaults
+	// /topic/game.7.state  game_state send       delivery latest
+	// /app/lobby.ready     app        send       delivery all
+	// /queue/x             no rule: the defaults
+	// {Rule:game_state Latest:true MaxSubscribers:10}
+}

@@ -12,10 +12,12 @@ import (
 
 // Parse parses a policy document in YAML and validates it.
 //
-// The document is one mapping with a single field, zones: a list of zones
-// with the fields name, key, rate, burst, max_connections, size and routes, each route with
-// method, path and upstream (see default.yaml, and Zone and Route for what
-// the fields mean). Parsing is strict: an unknown or repeated field, a value
+// The document is one mapping with the field zones: a list of zones with
+// the fields name, key, rate, burst, max_connections, size and routes, each
+// route with method, path and upstream (see default.yaml, and Zone and
+// Route for what the fields mean); and optionally destinations: a list of
+// rules with the fields name, pattern, send and principal ({limit,
+// window}), commands, client_send, delivery and max_subscribers (see Rule). Parsing is strict: an unknown or repeated field, a value
 // of the wrong kind or a second document is an error that gives the line
 // and the zone. An absent key means KeyClientIP and an absent size
 // DefaultSize; both are filled in. The policy is then checked with
@@ -77,7 +79,11 @@ func decodePolicy(doc *yaml.Node) (Policy, error) {
 	if isNull(n) {
 		return Policy{}, invalidf("no zones")
 	}
-	fs, err := fields(n, "", "zones")
+	fs, err := fields(n, "", "zones", "destinations")
+	if err != nil {
+		return Policy{}, err
+	}
+	rules, err := decodeRules(fs["destinations"])
 	if err != nil {
 		return Policy{}, err
 	}
@@ -88,7 +94,7 @@ func decodePolicy(doc *yaml.Node) (Policy, error) {
 	if zones.Kind != yaml.SequenceNode {
 		return Policy{}, invalidf("line %d: zones must be a list", zones.Line)
 	}
-	var p Policy
+	p := Policy{Destinations: rules}
 	for i, zn := range zones.Content {
 		z, err := decodeZone(resolve(zn), i)
 		if err != nil {

@@ -49,7 +49,7 @@ zones:
 		{name: "comments only", in: "# nothing\n", wantErr: `policy: no zones`},
 		{name: "null zones", in: "zones:\n", wantErr: `policy: no zones`},
 		{name: "empty zones", in: "zones: []\n", wantErr: `policy: no zones`},
-		{name: "not a mapping", in: "- a\n", wantErr: `policy: line 1: expected a mapping with fields [zones]`},
+		{name: "not a mapping", in: "- a\n", wantErr: `policy: line 1: expected a mapping with fields [zones destinations]`},
 		{name: "zones not a list", in: "zones: 3\n", wantErr: `policy: line 1: zones must be a list`},
 		{name: "syntax error", in: "zones: [\n", wantErr: `policy: yaml: line 1: did not find expected node content`},
 		{

@@ -134,6 +134,12 @@ type Zone struct {
 type Policy struct {
 	// Zones are the limits, each with a unique Name.
 	Zones []Zone
+	// Destinations are the rules for STOMP destinations, in the order
+	// they are tried: the first whose pattern matches a destination
+	// applies (see Rule and NewRules). None means every destination keeps
+	// the server's defaults. They are enforced by the wsserver only:
+	// nginx sees no STOMP frame, so nothing of them is rendered there.
+	Destinations []Rule
 }
 
 //go:embed default.yaml
@@ -197,7 +203,7 @@ func (p Policy) clone() Policy {
 	for i := range zones {
 		zones[i].Routes = slices.Clone(zones[i].Routes)
 	}
-	return Policy{Zones: zones}
+	return Policy{Zones: zones, Destinations: cloneRules(p.Destinations)}
 }
 
 var (
@@ -224,7 +230,11 @@ var (
 //     zone), no route is repeated within a zone, paths are well formed, and
 //     Upstream is UpstreamWS or UpstreamAPI;
 //   - a path sent to one upstream by one zone is not sent to the other by
-//     another zone (a path has one nginx location, with one proxy_pass).
+//     another zone (a path has one nginx location, with one proxy_pass);
+//   - there are at most MaxRules destination rules, each valid (see Rule),
+//     with unique names and patterns; their errors name the rule by index
+//     and name, and the field: `policy: destinations[2] "chat":
+//     send.window: -1s is negative`.
 //
 // The returned error matches ErrInvalid.
 func (p Policy) Validate() error {
@@ -256,7 +266,7 @@ func (p Policy) validate() error {
 			upstreamOf[pat], zoneOf[pat] = r.Upstream, z.Name
 		}
 	}
-	return nil
+	return validateRules(p.Destinations)
 }
 
 // validate checks one zone in isolation.

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -49,9 +48,9 @@ type app struct {
 	// plimit is the per-principal send limit; nil with
 	// -principal-send-limit 0.
 	plimit *principallimit.Limiter
-	// principalLimitFor gives a destination its own per-principal limit
-	// (the policy's destination rules); nil: the global limit everywhere.
-	principalLimitFor func(dest string) (rule string, limit int, window time.Duration, ok bool)
+	// rules are the policy's destination rules in force, replaced on
+	// SIGHUP (reload).
+	rules *ruleSet
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -114,7 +113,8 @@ type edge struct {
 // newHandshakeLimiter builds the handshake limiter of the policy's
 // ws_handshake zone: in Redis with -redis-url (connecting a.redis, which
 // the caps, the relay and the disconnects share), in process memory
-// otherwise. It sets a.limiter.
+// otherwise. It sets a.limiter, and a.rules from the same policy file's
+// destination rules.
 func (a *app) newHandshakeLimiter(st *settings, logger *slog.Logger) (edge, error) {
 	pol, err := policy.Load(st.policyFile)
 	if err != nil {
@@ -123,6 +123,9 @@ func (a *app) newHandshakeLimiter(st *settings, logger *slog.Logger) (edge, erro
 	zone, ok := pol.Zone(policy.ZoneHandshake)
 	if !ok {
 		return edge{}, fmt.Errorf("-policy %q: no %q zone", st.policyFile, policy.ZoneHandshake)
+	}
+	if a.rules, err = newRuleSet(st.policyFile, pol, a.metrics, logger); err != nil {
+		return edge{}, err
 	}
 	trusted, err := clientip.ParseTrustedProxies(st.trustedProxies)
 	if err != nil {
@@ -171,7 +174,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, plimit, logger)
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, plimit, a.rules, logger)
 	if err != nil {
 		return err
 	}
@@ -242,8 +245,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 // principal's ban at CONNECT, so an abuser's ban follows it to another IP.
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
 // -jwt-jwks-url. caps holds the per-principal session cap, displaced
-// ends the sessions it displaces.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), plimit interceptor.Stage, logger *slog.Logger) (*interceptor.Chain, error) {
+// ends the sessions it displaces. rules are the policy's destination
+// rules, which the session limiter enforces (per-rule limits, read-only
+// destinations) and which reload replaces in it.
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), plimit interceptor.Stage, rules *ruleSet, logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -272,9 +277,13 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 		Banner:         bans,
 		BanKey:         func(ip netip.Addr) string { return clientip.Key(ip, st.ipv6Prefix) },
 		Logger:         logger,
+		Dropped:        obs.RuleDropped,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("-limited-commands / -send-*: %w", err)
+	}
+	if err := rules.attach(limit, alg); err != nil {
+		return nil, fmt.Errorf("-policy: %w", err)
 	}
 	stages := []interceptor.Stage{principal}
 	capStage, err := principalCapStage(st, caps, displaced)

@@ -80,6 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer a.close()
+	defer reloadOnHangup(ctx, a.rules)()
 	if st.adaptiveProcs {
 		defer procs.Adapt(st.procsPolicy(runtime.GOMAXPROCS(0)), procs.DefaultTick, func(n int, reason string) {
 			a.metrics.ProcsChanged(metrics.ProcsReasonOf(reason))

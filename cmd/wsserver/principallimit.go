@@ -88,7 +88,9 @@ func (a *app) newPrincipalLimit(st *settings, logger *slog.Logger) error {
 
 // principalLimitStage is the chain's stage of a.plimit, counting the
 // -limited-commands that name a destination, with the per-destination
-// limits of a.principalLimitFor; nil without a limit or such commands.
+// limits of the policy's destination rules (a.rules, read on every
+// frame, so a reload applies at once); nil without a limit or such
+// commands.
 func (a *app) principalLimitStage(st *settings) (interceptor.Stage, error) {
 	if a.plimit == nil {
 		return nil, nil
@@ -102,7 +104,7 @@ func (a *app) principalLimitStage(st *settings) (interceptor.Stage, error) {
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	s, err := principallimit.NewStage(principallimit.StageConfig{Limiter: a.plimit, Commands: cmds, LimitFor: a.principalLimitFor})
+	s, err := principallimit.NewStage(principallimit.StageConfig{Limiter: a.plimit, Commands: cmds, LimitFor: a.rules.PrincipalLimit})
 	if err != nil {
 		return nil, fmt.Errorf("-principal-send-limit: %w", err)
 	}

@@ -98,6 +98,12 @@ func (p *Process) Kill() {
 	<-p.exited
 }
 
+// Signal sends sig to the process and returns at once, for a signal the
+// process handles and lives on (SIGHUP to reload).
+func (p *Process) Signal(sig os.Signal) error {
+	return p.cmd.Process.Signal(sig)
+}
+
 // Stop sends sig and waits for the process to exit. If it has not after
 // grace, Stop kills it (SIGKILL), with its whole process group if it leads
 // one, and waits.
