@@ -371,6 +371,7 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 	s.fillWG.Wait()
 	rr.FillSeconds = report.Round3(time.Since(start).Seconds())
 	rr.OnA, rr.FillFailed = int(s.onA.Load()), int(s.fillFailed.Load())
+	u.phase.Store(phaseBefore)
 	sleepCtx(runCtx, cfg.settle)
 
 	before, _ := scrape.Fetch(runCtx, b.metricsURL())

@@ -76,8 +76,9 @@ type reconnectReport struct {
 type untouchedReport struct {
 	Sessions     int `json:"sessions"`
 	Disconnected int `json:"disconnected"`
-	// Before is their delivery latency before the stop, Storm from the
-	// stop until every session was back (or the end).
+	// Before is their delivery latency over -settle, between A's fill
+	// and its stop; Storm from the stop until every session was back
+	// (or the end).
 	Before *report.LatencySummary `json:"before,omitempty"`
 	Storm  *report.LatencySummary `json:"storm,omitempty"`
 }
@@ -218,6 +219,9 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	}
 	fmt.Fprintln(w, "arrivals at B per 100 ms after the stop (- : the admission rate):")
 	asciiChart(w, r.ArrivalsPer100ms, 10, 100, r.AdmitRate/10)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "attempts started per 100 ms after the stop:")
+	asciiChart(w, r.AttemptsPer100ms, 10, 100, 0)
 	fmt.Fprintln(w)
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)

@@ -19,9 +19,10 @@ import (
 
 // Latency phases of the untouched sessions.
 const (
-	phaseBefore int32 = iota // before A was stopped
+	phaseFill   int32 = iota // while A fills up: not recorded
+	phaseBefore              // from A full until it was stopped
 	phaseStorm               // from the stop until every session was back
-	phaseAfter               // after that
+	phaseAfter               // after that: not recorded
 )
 
 // untouched are the sessions held on B throughout a storm: each
