@@ -1,0 +1,131 @@
+// The reconnect schedule the server ships for browsers
+// (web/static/reconnect.js), driven by @stomp/stompjs over the `ws`
+// package against two stompgate servers:
+//
+//   node reconnect.mjs <limited-ws-url> <auth-ws-url>
+//
+// limited: a server whose handshake limit allows one handshake per few
+// seconds. The script spends it with plain GETs until one is refused, then
+// connects: the handshake fails, the helper probes the URL, gets 429 with
+// Retry-After and waits; the client connects after that.
+//
+// auth: a server that requires a token, which the client does not send:
+// every CONNECT gets an ERROR frame, and the helper backs off with a small
+// base and cap (50 ms, 400 ms) so that the schedule's growth shows within a
+// second. Its random draws are recorded so the delays can be checked.
+//
+// It prints one JSON line of what it observed; the Go test checks it. On
+// an error, or after 60 s, it prints the error on stderr and exits 1.
+
+import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
+import { Client } from '@stomp/stompjs';
+import WebSocket from 'ws';
+
+const require = createRequire(import.meta.url);
+const { attach } = require('../../web/static/reconnect.js');
+
+const TIMEOUT_MS = 60_000;
+const BACKOFF_WAITS = 6; // waits observed against the auth server
+const PROTOCOLS = ['v12.stomp', 'v11.stomp', 'v10.stomp'];
+
+function fail(err) {
+  process.stderr.write(`reconnect: ${err instanceof Error ? err.stack || err.message : String(err)}\n`);
+  process.exit(1);
+}
+
+const [limitedURL, authURL] = process.argv.slice(2);
+if (!limitedURL || !authURL) {
+  fail('usage: node reconnect.mjs <limited-ws-url> <auth-ws-url>');
+}
+setTimeout(() => fail(`not done within ${TIMEOUT_MS} ms`), TIMEOUT_MS).unref();
+
+const httpURL = (u) => u.replace(/^ws/, 'http');
+
+// retryAfter: the limited server refuses a handshake, and the client
+// waits what its probe was told.
+async function retryAfter() {
+  const out = { spentWith: 0, probes: [], waits: [], attempts: [], connected: false, appOnConnect: false };
+  // Spend the handshake budget: the server limits any GET of the URL.
+  for (;;) {
+    const r = await fetch(httpURL(limitedURL), { cache: 'no-store' });
+    out.spentWith++;
+    if (r.status === 429) {
+      break;
+    }
+    if (out.spentWith > 20) {
+      throw new Error(`no 429 after ${out.spentWith} requests (last ${r.status})`);
+    }
+  }
+  const client = new Client({
+    webSocketFactory: () => {
+      out.attempts.push(performance.now());
+      return new WebSocket(limitedURL, PROTOCOLS);
+    },
+    heartbeatIncoming: 0,
+    heartbeatOutgoing: 0,
+  });
+  const connected = new Promise((resolve) => {
+    attach(client, {
+      probeURL: httpURL(limitedURL),
+      fetch: async (url, init) => {
+        const r = await fetch(url, init);
+        out.probes.push({ status: r.status, retryAfter: r.headers.get('retry-after'), at: performance.now() });
+        return r;
+      },
+      onWait: (ms, why) => out.waits.push({ ms, kind: why.kind, retryAfter: why.retryAfter, failures: why.failures, at: performance.now() }),
+    });
+    // Set after attach: the helper must keep it.
+    client.onConnect = () => {
+      out.appOnConnect = true;
+      resolve();
+    };
+  });
+  client.activate();
+  await connected;
+  out.connected = client.connected;
+  await client.deactivate();
+  return out;
+}
+
+// backoff: every CONNECT is refused with an ERROR frame that says nothing
+// of when to come back.
+async function backoff() {
+  const out = { draws: [], waits: [], errors: [] };
+  const client = new Client({
+    webSocketFactory: () => new WebSocket(authURL, PROTOCOLS),
+    heartbeatIncoming: 0,
+    heartbeatOutgoing: 0,
+  });
+  client.onStompError = (frame) => out.errors.push(frame.headers.message);
+  await new Promise((resolve) => {
+    attach(client, {
+      base: 50,
+      cap: 400,
+      random: () => {
+        const r = Math.random();
+        out.draws.push(r);
+        return r;
+      },
+      onWait: (ms, why) => {
+        out.waits.push({ ms, kind: why.kind, retryAfter: why.retryAfter, failures: why.failures });
+        if (out.waits.length === BACKOFF_WAITS) {
+          resolve();
+        }
+      },
+    });
+    client.activate();
+  });
+  // Deactivating during a wait ends it: the script then exits on its own
+  // (process.exit below is only for the result line's sake).
+  await client.deactivate();
+  return out;
+}
+
+try {
+  const result = { retryAfter: await retryAfter(), backoff: await backoff() };
+  process.stdout.write(JSON.stringify(result) + '\n');
+  process.exit(0);
+} catch (err) {
+  fail(err);
+}
