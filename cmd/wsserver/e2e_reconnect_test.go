@@ -55,6 +55,8 @@ type reconnectResult struct {
 		Waits  []reconnectWait `json:"waits"`
 		Errors []string        `json:"errors"`
 	} `json:"backoff"`
+	LostUnstable []reconnectWait `json:"lostUnstable"`
+	LostStable   []reconnectWait `json:"lostStable"`
 }
 
 // TestStompJSReconnect runs the reconnect helper the server ships for
@@ -62,7 +64,9 @@ type reconnectResult struct {
 // handshake refused by the handshake limiter is probed, and the next
 // attempt waits the Retry-After the probe got plus less than a second,
 // never less; CONNECTs refused with ERROR frames are retried after waits
-// drawn uniformly below a ceiling that doubles up to the cap.
+// drawn uniformly below a ceiling that doubles up to the cap; a session
+// the server ends right after CONNECTED does not reset the schedule, one
+// that stayed up does.
 func TestStompJSReconnect(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -79,10 +83,11 @@ func TestStompJSReconnect(t *testing.T) {
 	}
 	limited, _ := startApp(t, "-policy", pol)
 	auth, _ := startApp(t, "-jwt-secret", "e2e-reconnect-secret, 32 bytes or more", "-auth-required")
+	plain, _ := startApp(t)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(jsDir, "reconnect.mjs"), wsURL(limited), wsURL(auth))
+	cmd := exec.CommandContext(ctx, node, filepath.Join(jsDir, "reconnect.mjs"), wsURL(limited), wsURL(auth), wsURL(plain))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -148,5 +153,21 @@ func TestStompJSReconnect(t *testing.T) {
 		if len(b.Errors) == 0 {
 			t.Error("no ERROR frame reached the application's onStompError")
 		}
+	})
+
+	t.Run("reset after a stable connection", func(t *testing.T) {
+		// random() is 0.5: each wait is half its ceiling, base 20 ms.
+		check := func(name string, waits []reconnectWait, want []float64) {
+			if len(waits) != len(want) {
+				t.Fatalf("%s: waits %+v, want %d", name, waits, len(want))
+			}
+			for i, w := range waits {
+				if w.Kind != "lost" || w.MS != want[i] {
+					t.Errorf("%s: wait %d %+v, want kind lost, %v ms", name, i, w, want[i])
+				}
+			}
+		}
+		check("sessions shorter than stable", got.LostUnstable, []float64{10, 20, 40})
+		check("sessions that count as stable", got.LostStable, []float64{10, 10, 10})
 	})
 }

@@ -2,7 +2,7 @@
 // (web/static/reconnect.js), driven by @stomp/stompjs over the `ws`
 // package against two stompgate servers:
 //
-//   node reconnect.mjs <limited-ws-url> <auth-ws-url>
+//   node reconnect.mjs <limited-ws-url> <auth-ws-url> <plain-ws-url>
 //
 // limited: a server whose handshake limit allows one handshake per few
 // seconds. The script spends it with plain GETs until one is refused, then
@@ -13,6 +13,12 @@
 // every CONNECT gets an ERROR frame, and the helper backs off with a small
 // base and cap (50 ms, 400 ms) so that the schedule's growth shows within a
 // second. Its random draws are recorded so the delays can be checked.
+//
+// plain: a server with no limit in the way. Each session, once CONNECTED,
+// sends a frame with an unknown command, which the server answers with an
+// ERROR and a close: a lost connection. With `stable` above the session's
+// life the schedule keeps growing; with `stable` 0 every session counts as
+// one that stayed up, and each wait starts again from the first ceiling.
 //
 // It prints one JSON line of what it observed; the Go test checks it. On
 // an error, or after 60 s, it prints the error on stderr and exits 1.
@@ -34,9 +40,9 @@ function fail(err) {
   process.exit(1);
 }
 
-const [limitedURL, authURL] = process.argv.slice(2);
-if (!limitedURL || !authURL) {
-  fail('usage: node reconnect.mjs <limited-ws-url> <auth-ws-url>');
+const [limitedURL, authURL, plainURL] = process.argv.slice(2);
+if (!limitedURL || !authURL || !plainURL) {
+  fail('usage: node reconnect.mjs <limited-ws-url> <auth-ws-url> <plain-ws-url>');
 }
 setTimeout(() => fail(`not done within ${TIMEOUT_MS} ms`), TIMEOUT_MS).unref();
 
@@ -122,8 +128,43 @@ async function backoff() {
   return out;
 }
 
+// lost: sessions that reach CONNECTED and are then closed by the server,
+// with stable ms as the helper's threshold; it returns the waits' failure
+// counts and ceilings.
+async function lost(stable) {
+  const waits = [];
+  const client = new Client({
+    webSocketFactory: () => new WebSocket(plainURL, PROTOCOLS),
+    heartbeatIncoming: 0,
+    heartbeatOutgoing: 0,
+  });
+  client.onConnect = () => client.webSocket.send('BOGUS\n\n\0');
+  await new Promise((resolve) => {
+    attach(client, {
+      base: 20,
+      cap: 1000,
+      stable,
+      random: () => 0.5,
+      onWait: (ms, why) => {
+        waits.push({ ms, kind: why.kind, retryAfter: why.retryAfter, failures: why.failures });
+        if (waits.length === 3) {
+          resolve();
+        }
+      },
+    });
+    client.activate();
+  });
+  await client.deactivate();
+  return waits;
+}
+
 try {
-  const result = { retryAfter: await retryAfter(), backoff: await backoff() };
+  const result = {
+    retryAfter: await retryAfter(),
+    backoff: await backoff(),
+    lostUnstable: await lost(60_000),
+    lostStable: await lost(0),
+  };
   process.stdout.write(JSON.stringify(result) + '\n');
   process.exit(0);
 } catch (err) {
