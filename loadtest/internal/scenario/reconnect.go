@@ -129,7 +129,6 @@ type attempt struct {
 
 // stormRun is the state of one storm, shared by the clients.
 type stormRun struct {
-	cfg     *reconnectConfig
 	dialerA *client.Dialer
 	dialerB *client.Dialer
 	sem     chan struct{} // bounds the fill's dials
@@ -324,7 +323,7 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 	}
 	fillCtx, fillCancel := context.WithTimeout(runCtx, cfg.fillTimeout)
 	defer fillCancel()
-	s := &stormRun{cfg: cfg, dialerA: dialer(a.wsURL()), dialerB: dialer(b.wsURL()),
+	s := &stormRun{dialerA: dialer(a.wsURL()), dialerB: dialer(b.wsURL()),
 		sem: make(chan struct{}, cfg.concurrency), fillCtx: fillCtx}
 	rr := &reconnectReport{Sessions: cfg.sessions, Stop: cfg.stop, Refusals: map[string]int{}}
 	if v, ok := flagValue(extra, "admit-rate"); ok {
