@@ -121,7 +121,8 @@ func RunReconnectStorm(ctx context.Context, args []string, stdout, stderr io.Wri
 // attempt is one reconnect attempt at B.
 type attempt struct {
 	at     time.Time
-	reason string // "" when it reached CONNECTED
+	took   time.Duration // until CONNECTED or the refusal
+	reason string        // "" when it reached CONNECTED
 	// afterRetryAfter is set when the attempt followed a refusal that
 	// carried a Retry-After; early when it came sooner than that.
 	afterRetryAfter, early bool
@@ -265,6 +266,7 @@ func (s *stormRun) runClient(ctx context.Context, i int) {
 			}
 			return // cut short by the end of the run: not counted
 		}
+		a.took = time.Since(a.at)
 		if err == nil {
 			now := time.Now()
 			s.mu.Lock()
@@ -446,8 +448,10 @@ wait:
 		arrivals[i] = t.Sub(stopAt)
 	}
 	var attemptTimes []time.Duration
+	took := report.NewHistogram()
 	for _, at := range s.attempts {
 		attemptTimes = append(attemptTimes, at.at.Sub(stopAt))
+		report.RecordMicros(took, at.took.Microseconds())
 		if at.reason != "" {
 			k := at.reason
 			if _, ok := rr.Refusals[k]; !ok && len(rr.Refusals) >= maxRefusalReasons {
@@ -463,6 +467,9 @@ wait:
 		}
 	}
 	rr.Attempts = len(s.attempts)
+	if rr.Attempts > 0 {
+		rr.AttemptLatency = report.Summarize(took)
+	}
 	rr.Errors = s.errs
 	s.mu.Unlock()
 	slices.Sort(arrivals)

@@ -43,6 +43,9 @@ type reconnectReport struct {
 	// Attempts is every reconnect attempt at B; it equals Back plus
 	// the sum of Refusals.
 	Attempts int `json:"attempts"`
+	// AttemptLatency is how long an attempt took, from the dial to
+	// CONNECTED or the refusal: how fast B answered.
+	AttemptLatency *report.LatencySummary `json:"attempt_latency,omitempty"`
 	// Refusals counts the attempts that failed, by reason: "HTTP 429",
 	// "HTTP 503", "ERROR <message>", or the network error's kind.
 	Refusals map[string]int `json:"refusals"`
@@ -174,6 +177,9 @@ func (r *reconnectReport) writeText(w io.Writer) {
 		fmt.Fprintf(tw, "peak arrivals per 100 ms\t%d at %.1f s (no -admit-rate in -server-args)\n", r.PeakArrivals, r.PeakAtSeconds)
 	}
 	fmt.Fprintf(tw, "attempts at B\t%d = %d back + %d refused\n", r.Attempts, r.Back, r.Attempts-r.Back)
+	if l := r.AttemptLatency; l != nil {
+		fmt.Fprintf(tw, "attempt until answered\tp50 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
+	}
 	fmt.Fprintf(tw, "after a Retry-After\t%d attempts, %d sooner than asked\n", r.RetryAfterHonoured, r.RetryAfterEarly)
 	rss := func(v int64) string {
 		if v == 0 {
