@@ -55,6 +55,11 @@ type reconnectResult struct {
 		Waits  []reconnectWait `json:"waits"`
 		Errors []string        `json:"errors"`
 	} `json:"backoff"`
+	Refusal struct {
+		Waits     []reconnectWait `json:"waits"`
+		Attempts  []float64       `json:"attempts"`
+		Connected bool            `json:"connected"`
+	} `json:"refusal"`
 	LostUnstable []reconnectWait `json:"lostUnstable"`
 	LostStable   []reconnectWait `json:"lostStable"`
 }
@@ -66,7 +71,8 @@ type reconnectResult struct {
 // never less; CONNECTs refused with ERROR frames are retried after waits
 // drawn uniformly below a ceiling that doubles up to the cap; a session
 // the server ends right after CONNECTED does not reset the schedule, one
-// that stayed up does.
+// that stayed up does; an ERROR frame's retry-after header (from a
+// stand-in server in the script) is honoured like the probe's.
 func TestStompJSReconnect(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
@@ -169,5 +175,19 @@ func TestStompJSReconnect(t *testing.T) {
 		}
 		check("sessions shorter than stable", got.LostUnstable, []float64{10, 20, 40})
 		check("sessions that count as stable", got.LostStable, []float64{10, 10, 10})
+	})
+
+	t.Run("ERROR frame retry-after", func(t *testing.T) {
+		r := got.Refusal
+		if !r.Connected || len(r.Waits) != 1 || len(r.Attempts) != 2 {
+			t.Fatalf("%+v; want one wait between two attempts, then CONNECTED", r)
+		}
+		w := r.Waits[0]
+		if w.Kind != "refused" || w.RetryAfter == nil || *w.RetryAfter != 1 || w.MS < 1000 || w.MS >= 2000 {
+			t.Errorf("wait %+v, want kind refused, Retry-After 1, in [1000, 2000) ms", w)
+		}
+		if gap := r.Attempts[1] - w.At; gap < w.MS-1 {
+			t.Errorf("wait of %.1f ms: the next attempt came %.1f ms later", w.MS, gap)
+		}
 	})
 }

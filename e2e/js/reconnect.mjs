@@ -20,13 +20,18 @@
 // life the schedule keeps growing; with `stable` 0 every session counts as
 // one that stayed up, and each wait starts again from the first ceiling.
 //
+// refusal: a stand-in for a server that refuses a CONNECT with an ERROR
+// frame carrying retry-after (seconds), started here on a loopback port:
+// the first CONNECT gets ERROR retry-after:1, the second CONNECTED. No
+// stompgate version sends that header yet; the helper must read it.
+//
 // It prints one JSON line of what it observed; the Go test checks it. On
 // an error, or after 60 s, it prints the error on stderr and exits 1.
 
 import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
 import { Client } from '@stomp/stompjs';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 
 const require = createRequire(import.meta.url);
 const { attach } = require('../../web/static/reconnect.js');
@@ -158,8 +163,51 @@ async function lost(stable) {
   return waits;
 }
 
+async function refusal() {
+  const out = { waits: [], attempts: [], connected: false };
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, handleProtocols: (p) => [...p][0] });
+  await new Promise((resolve) => wss.on('listening', resolve));
+  let connects = 0;
+  wss.on('connection', (ws) => {
+    out.attempts.push(performance.now());
+    ws.on('message', (data) => {
+      if (!String(data).startsWith('CONNECT')) {
+        return;
+      }
+      if (connects++ === 0) {
+        ws.send('ERROR\nmessage:server busy\nretry-after:1\n\n\0');
+        ws.close();
+      } else {
+        ws.send('CONNECTED\nversion:1.2\nheart-beat:0,0\n\n\0');
+      }
+    });
+  });
+  const url = `ws://127.0.0.1:${wss.address().port}/ws`;
+  const client = new Client({
+    webSocketFactory: () => new WebSocket(url, PROTOCOLS),
+    heartbeatIncoming: 0,
+    heartbeatOutgoing: 0,
+  });
+  await new Promise((resolve) => {
+    attach(client, {
+      probeURL: false,
+      onWait: (ms, why) => out.waits.push({ ms, kind: why.kind, retryAfter: why.retryAfter, failures: why.failures, at: performance.now() }),
+    });
+    client.onConnect = resolve;
+    client.activate();
+  });
+  out.connected = client.connected;
+  await client.deactivate({ force: true });
+  for (const ws of wss.clients) {
+    ws.terminate();
+  }
+  await new Promise((resolve) => wss.close(resolve));
+  return out;
+}
+
 try {
   const result = {
+    refusal: await refusal(),
     retryAfter: await retryAfter(),
     backoff: await backoff(),
     lostUnstable: await lost(60_000),
