@@ -57,6 +57,12 @@ const (
 func (c *reconnectConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs := NewFlagSet("reconnect-storm", stderr)
 	c.Register(fs, 2*time.Minute)
+	// The shared flags that mean something else here, or nothing: the
+	// scenario starts its own servers and spreads its clients always.
+	fs.Lookup("duration").Usage = "how long the clients may take to come back after A stops"
+	for _, name := range []string{"url", "metrics-url", "pid", "spread-sources"} {
+		fs.Lookup(name).Usage = "not used: the scenario starts its own servers and gives every client its own source address"
+	}
 	fs.StringVar(&c.wsserver, "wsserver", "wsserver", "the wsserver binary to start instances A and B from (a name is looked up in PATH)")
 	fs.StringVar(&c.redisURL, "redis-url", "", "the Redis A and B share (empty: start redis-server from PATH on a free loopback port)")
 	fs.StringVar(&c.serverArgs, "server-args", "", "more flags for both instances, split at spaces (e.g. \"-max-sessions 12000 -admit-rate 500\"); -admit-rate and -memory-limit are read back for the report")
