@@ -8,6 +8,7 @@
 //	go run ./loadtest abuse           [flags]  attacks, each beside an honest room
 //	go run ./loadtest rooms           [flags]  N players in rooms of M, each sending to its room
 //	go run ./loadtest compare [flags] A.json B.json ...  two servers' rooms runs side by side
+//	go run ./loadtest reconnect-storm [flags]  N sessions move from a stopped instance to another
 //
 // Every scenario takes -url (default ws://127.0.0.1:8080/ws), -host,
 // -login, -passcode, -topic-prefix, -metrics-url, -pid, -json and -chart;
@@ -43,6 +44,18 @@
 // http-idle, which are one client: 127.3.255.254. A Go server keeps the
 // memory an attack made it grow for a while, so judge a memory figure
 // from a fresh server (-attacks tx-fill alone).
+//
+// reconnect-storm starts its own servers: two wsserver instances (the
+// -wsserver binary, with -server-args) sharing a Redis (-redis-url, or a
+// redis-server it starts). It holds -sessions on A, each from its own
+// source address in 127.4.x.y, so that the default policy's per-IP
+// handshake limit and session cap see one client per address as they
+// would in production (no -trusted-proxies, no policy file needed); B's
+// untouched sessions leave from 127.5.x.y. It then kills A (-stop kill)
+// or sends it SIGTERM (-stop drain, with -drain-period in -server-args),
+// and every client reconnects to B on the schedule of client.Backoff,
+// the one web/static/reconnect.js follows in browsers. It stops once all
+// are back or after -duration, and stops every process it started.
 //
 // Subscriptions are confirmed before any SEND: a SUBSCRIBE carries a
 // receipt, followed in the same message by an empty transaction with a
@@ -100,6 +113,7 @@ var scenarios = map[string]func(ctx context.Context, args []string, stdout, stde
 	"abuse":           attack.RunAbuse,
 	"rooms":           scenario.RunRooms,
 	"compare":         scenario.RunCompare,
+	"reconnect-storm": scenario.RunReconnectStorm,
 }
 
 // run dispatches to the scenario named by args[0].
@@ -133,6 +147,10 @@ Scenarios:
                    on: delivered msg/s, latency, server CPU per message and RSS
   compare          rooms reports (-json) of two servers in pairs: a Markdown table
                    of both and their ratios, and -chart the ratios as bars
+  reconnect-storm  starts two wsservers sharing a Redis, holds N sessions on A,
+                   stops A and has every client reconnect to B with backoff:
+                   arrivals per 100 ms, time until all are back, B's RSS,
+                   refusals by reason, latency of B's own sessions
 
 Run "loadtest <scenario> -h" for the flags of a scenario.
 `

@@ -23,6 +23,8 @@ func TestFlagValidation(t *testing.T) {
 		{"rooms size", []string{"rooms", "-room-size", "0"}, "-room-size 0"},
 		{"rooms heart-beat", []string{"rooms", "-heart-beat", "10ms"}, "-heart-beat 10ms"},
 		{"frames per message", []string{"throughput", "-frames-per-message", "-1"}, "-frames-per-message -1"},
+		{"reconnect-storm stop", []string{"reconnect-storm", "-stop", "restart"}, "-stop \"restart\""},
+		{"reconnect-storm memory limit", []string{"reconnect-storm", "-server-args", "-memory-limit lots"}, "-memory-limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,8 +6,9 @@
 // CDN, no build step at run time):
 //
 //	GET /                           the page (index.html.tmpl, rendered once)
-//	GET /static/<file>              its script, style sheet and the vendored
-//	                                stomp.umd.min.js (see static/stompjs/VERSION)
+//	GET /static/<file>              its script, the reconnect helper, style
+//	                                sheet and the vendored stomp.umd.min.js
+//	                                (see static/stompjs/VERSION)
 //	GET /api/sessions/{id}/counts   {"received":N,"passed":N,"dropped":N}
 //
 // # What the page shows
@@ -21,18 +22,22 @@
 //
 // # Reconnecting and the handshake limit
 //
+// The page reconnects with static/reconnect.js, a helper for any
+// @stomp/stompjs application (the README shows how to use it): it plugs
+// into stompjs' beforeConnect and waits, before each retry, a time drawn
+// uniformly below a ceiling that doubles from 1 s to 30 s (full jitter),
+// or the server's Retry-After plus less than a second when one is known.
 // A browser cannot read the HTTP status of a refused WebSocket handshake:
 // the close event says 1006 whether the server answered 429, 503 or
-// nothing. After a handshake that failed before CONNECTED, the page sends
-// a plain GET to the WebSocket URL. The handshake limiter runs before the
-// upgrade, so it answers that GET like a handshake: 429 with Retry-After
-// when the client is over the limit (426 Upgrade Required otherwise). The
-// page then waits Retry-After seconds, with a visible countdown, before it
-// tries again. The probe is itself a counted request: under the limit it
+// nothing. After a handshake that failed before CONNECTED, the helper
+// sends a plain GET to the WebSocket URL. The handshake limiter runs
+// before the upgrade, so it answers that GET like a handshake: 429 with
+// Retry-After when the client is over the limit (426 Upgrade Required
+// otherwise). A refused CONNECT's ERROR frame may carry a retry-after
+// header (seconds), read the same way. The page shows the wait as a
+// countdown. The probe is itself a counted request: under the limit it
 // takes one slot of the client's handshake budget. It is sent only after a
-// failed handshake, so a healthy client never pays for it. stompjs' own
-// reconnect is disabled (reconnectDelay 0) so that this schedule is the
-// only one.
+// failed handshake, so a healthy client never pays for it.
 //
 // # Caching
 //

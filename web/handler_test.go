@@ -46,6 +46,7 @@ func TestHandlerRoutes(t *testing.T) {
 		{name: "page HEAD", method: "HEAD", target: "/", wantStatus: 200, wantType: "text/html; charset=utf-8", wantCache: "no-cache"},
 		{name: "script without version", method: "GET", target: "/static/app.js", wantStatus: 200, wantType: "text/javascript; charset=utf-8", wantCache: "no-cache", wantInBody: "StompJs.Client"},
 		{name: "script with stale version", method: "GET", target: "/static/app.js?v=0000000000000000", wantStatus: 200, wantType: "text/javascript; charset=utf-8", wantCache: "no-cache"},
+		{name: "reconnect helper", method: "GET", target: "/static/reconnect.js", wantStatus: 200, wantType: "text/javascript; charset=utf-8", wantCache: "no-cache", wantInBody: "StompgateReconnect"},
 		{name: "style sheet", method: "GET", target: "/static/style.css", wantStatus: 200, wantType: "text/css; charset=utf-8", wantCache: "no-cache"},
 		{name: "icon", method: "GET", target: "/static/favicon.svg", wantStatus: 200, wantType: "image/svg+xml", wantCache: "no-cache"},
 		{name: "stompjs bundle", method: "GET", target: "/static/stompjs/stomp.umd.min.js", wantStatus: 200, wantType: "text/javascript; charset=utf-8", wantInBody: "StompJs"},
@@ -125,8 +126,8 @@ func TestPageLinksAreVersioned(t *testing.T) {
 	h := Handler(Config{})
 	_, page := get(t, h, "GET", "/", nil)
 	links := linkPattern.FindAllStringSubmatch(page, -1)
-	if len(links) != 4 {
-		t.Fatalf("page links %d versioned static files, want 4 (icon, style, stompjs, app): %q", len(links), links)
+	if len(links) != 5 {
+		t.Fatalf("page links %d versioned static files, want 5 (icon, style, stompjs, reconnect, app): %q", len(links), links)
 	}
 	for _, l := range links {
 		target := "/" + l[1] + "?v=" + l[2]

@@ -1,7 +1,9 @@
 // stompgate chat: joins a room over STOMP with @stomp/stompjs (loaded
 // before this script, as the StompJs global), chats, floods the server on
 // demand, and shows the server's own count of this session's frames, so
-// that the silent drop of excess frames can be seen.
+// that the silent drop of excess frames can be seen. Reconnects follow
+// reconnect.js (the StompgateReconnect global), which honours the
+// server's Retry-After.
 'use strict';
 
 (() => {
@@ -10,9 +12,6 @@
   const POLL_MS = 1000; // counts refresh while connected
   const RECEIPT_WAIT_MS = 5000; // how long joining waits for the SUBSCRIBE receipt
   const MAX_LOG = 200; // messages kept in the log
-  const BACKOFF_MIN_S = 1; // first reconnect delay without Retry-After
-  const BACKOFF_MAX_S = 30; // longest reconnect delay without Retry-After
-  const RETRY_AFTER_MAX_S = 3600; // a larger Retry-After is read as this
   const ROOM_PATTERN = /^[A-Za-z0-9_-]{1,32}$/;
 
   const $ = (id) => document.getElementById(id);
@@ -53,8 +52,6 @@
   let sessionId = ''; // the CONNECTED frame's session header
   let reachedConnected = false; // the current attempt got CONNECTED
   let ready = false; // subscribed: messages can be sent and arrive
-  let backoffS = BACKOFF_MIN_S;
-  let retryTimer = 0;
   let countdownTimer = 0;
   let pollTimer = 0;
   let polling = false;
@@ -169,23 +166,27 @@
     renderCounts(null);
     ui.floodIn.textContent = '0';
     setJoinedControls(true);
-    backoffS = BACKOFF_MIN_S;
 
     const c = new StompJs.Client({
       brokerURL: wsURL.href,
-      // stompjs' own reconnect is off: this page schedules reconnects
-      // itself so that it can honour the server's Retry-After.
-      reconnectDelay: 0,
       connectionTimeout: 10000,
       heartbeatIncoming: 10000,
       heartbeatOutgoing: 10000,
     });
+    // reconnect.js schedules the reconnects: backoff with jitter, and the
+    // server's Retry-After when it gives one. It tells the page how long
+    // it waits, for the countdown.
+    StompgateReconnect.attach(c, {
+      probeURL: probeURL.href,
+      onWait: (ms, why) => { if (c === client) showRetry(ms, why); },
+    });
     // Callbacks of a client the page has let go of are ignored.
+    c.beforeConnect = () => { if (c === client) onAttempt(); };
     c.onConnect = (frame) => { if (c === client) onConnect(frame); };
     c.onStompError = (frame) => { if (c === client) onStompError(frame); };
-    c.onWebSocketClose = () => { if (c === client) void onClose(c); };
+    c.onWebSocketClose = () => { if (c === client) onClose(); };
     client = c;
-    connect();
+    c.activate();
   }
 
   function leave() {
@@ -212,20 +213,17 @@
     ui.room.focus();
   }
 
-  function connect() {
-    if (!joined) {
-      return;
-    }
+  // onAttempt runs as each attempt starts, after any wait.
+  function onAttempt() {
+    clearRetry();
     reachedConnected = false;
     ready = false;
     sessionId = '';
     setStatus('connecting', `connecting to ${joined.room}…`);
-    client.activate();
   }
 
   function onConnect(frame) {
     reachedConnected = true;
-    backoffS = BACKOFF_MIN_S;
     sessionId = frame.headers.session || '';
     startPolling();
     setStatus('connecting', `joining ${joined.room}…`);
@@ -265,103 +263,40 @@
     showError(`Server error: ${msg}${detail ? ` (${detail})` : ''}`);
   }
 
-  // onClose handles the end of a connection or of a failed attempt.
-  async function onClose(c) {
+  // onClose handles the end of a connection or of a failed attempt;
+  // reconnect.js then decides when to try again.
+  function onClose() {
     const wasConnected = reachedConnected;
+    reachedConnected = false;
     ready = false;
     sessionId = '';
     clearTimeout(receiptTimer);
     stopFlood();
     stopPolling();
     setReadyControls(false);
-    // With reconnectDelay 0 the client stays active after a close;
-    // deactivating it lets the next activate() start afresh.
-    void c.deactivate();
-
     if (wasConnected) {
       addSystem('Connection lost.');
-      scheduleRetry(nextBackoff(), 'connection lost');
-      return;
-    }
-    setStatus('connecting', 'connection failed, asking the server why…');
-    const p = await probe();
-    if (c !== client) {
-      return; // left, or joined another room, meanwhile
-    }
-    switch (p.kind) {
-      case 'limited':
-        scheduleRetry(p.retryAfter ?? nextBackoff(), 'too many connection attempts');
-        break;
-      case 'unavailable':
-        scheduleRetry(p.retryAfter ?? nextBackoff(), 'server unavailable');
-        break;
-      case 'unreachable':
-        scheduleRetry(nextBackoff(), 'server unreachable');
-        break;
-      default:
-        scheduleRetry(nextBackoff(), 'connection failed');
-    }
-  }
-
-  // probe asks the WebSocket URL with a plain GET why a handshake failed.
-  //
-  // A browser does not let a page read the HTTP status of a refused
-  // WebSocket handshake: the close event says 1006 whether the server
-  // answered 429, 503 or nothing. The server's handshake limiter runs
-  // before the upgrade and limits any request to this URL, so a plain GET
-  // gets the same answer a handshake would: 429 with Retry-After when this
-  // client is over the limit, 503 with Retry-After while the server shuts
-  // down, and otherwise 426 Upgrade Required.
-  //
-  // Trade-off: the probe is a counted request. When the client is under
-  // the limit it takes one slot of its handshake budget, so a failed
-  // attempt costs two slots instead of one. That is why the page probes
-  // only after a handshake failed before CONNECTED, never before the first
-  // attempt or after a connection that worked.
-  async function probe() {
-    let r;
-    try {
-      r = await fetch(probeURL.href, { cache: 'no-store', credentials: 'same-origin' });
-    } catch {
-      return { kind: 'unreachable' };
-    }
-    const retryAfter = parseRetryAfter(r.headers.get('Retry-After'));
-    if (r.status === 429) {
-      return { kind: 'limited', retryAfter };
-    }
-    if (r.status === 503) {
-      return { kind: 'unavailable', retryAfter };
-    }
-    return { kind: 'other', status: r.status };
-  }
-
-  // parseRetryAfter reads a Retry-After value (seconds or an HTTP date) as
-  // whole seconds from now, at least 1; null when absent or unreadable.
-  function parseRetryAfter(v) {
-    if (!v) {
-      return null;
-    }
-    v = v.trim();
-    let s;
-    if (/^\d+$/.test(v)) {
-      s = Number(v);
+      setStatus('connecting', 'connection lost');
     } else {
-      const t = Date.parse(v);
-      if (Number.isNaN(t)) {
-        return null;
-      }
-      s = Math.ceil((t - Date.now()) / 1000);
+      setStatus('connecting', 'connection failed, asking the server why…');
     }
-    return Math.min(Math.max(s, 1), RETRY_AFTER_MAX_S);
   }
 
-  // nextBackoff returns the next reconnect delay in whole seconds:
-  // doubling from BACKOFF_MIN_S to BACKOFF_MAX_S, with jitter so that
-  // clients dropped together do not come back together.
-  function nextBackoff() {
-    const s = backoffS;
-    backoffS = Math.min(backoffS * 2, BACKOFF_MAX_S);
-    return Math.max(1, Math.round(s * (0.5 + Math.random() / 2)));
+  // retryReasons says why reconnect.js waits, by the kind it reports.
+  const retryReasons = {
+    limited: 'too many connection attempts', // 429 to the probe
+    unavailable: 'server unavailable', // 503 to the probe
+    unreachable: 'server unreachable',
+    lost: 'connection lost',
+    refused: 'server refused the connection', // an ERROR frame before CONNECTED
+  };
+
+  // showRetry shows the wait before the next attempt as a countdown in
+  // whole seconds: the server's Retry-After when it gave one (the wait
+  // adds less than a second to it), else the wait rounded up.
+  function showRetry(ms, why) {
+    const seconds = why.retryAfter ?? Math.max(1, Math.ceil(ms / 1000));
+    scheduleRetry(seconds, retryReasons[why.kind] || 'connection failed');
   }
 
   function scheduleRetry(seconds, reason) {
@@ -375,16 +310,10 @@
         n.textContent = String(left);
       }
     }, 1000);
-    retryTimer = setTimeout(() => {
-      clearRetry();
-      connect();
-    }, seconds * 1000);
   }
 
   function clearRetry() {
-    clearTimeout(retryTimer);
     clearInterval(countdownTimer);
-    retryTimer = 0;
     countdownTimer = 0;
   }
 
@@ -526,7 +455,7 @@
     }
   });
 
-  if (typeof StompJs === 'undefined') {
+  if (typeof StompJs === 'undefined' || typeof StompgateReconnect === 'undefined') {
     setStatus('error', 'STOMP client failed to load');
     ui.join.disabled = true;
   }

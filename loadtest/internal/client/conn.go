@@ -96,6 +96,10 @@ type Conn struct {
 type ErrorFrame struct {
 	// Message is the frame's message header.
 	Message string
+	// RetryAfter is the frame's retry-after header (whole seconds), 0
+	// when it has none: a server that refuses a CONNECT says when to
+	// come back.
+	RetryAfter time.Duration
 }
 
 func (e *ErrorFrame) Error() string { return "ERROR frame: " + e.Message }
@@ -112,7 +116,8 @@ func (d *Dialer) Dial(ctx context.Context, client *http.Client, heartBeat string
 	})
 	if err != nil {
 		if resp != nil {
-			return nil, &HandshakeError{Status: resp.StatusCode, err: err}
+			return nil, &HandshakeError{Status: resp.StatusCode,
+				RetryAfter: ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()), err: err}
 		}
 		return nil, err
 	}
@@ -152,7 +157,9 @@ func (d *Dialer) Dial(ctx context.Context, client *http.Client, heartBeat string
 type HandshakeError struct {
 	// Status is the HTTP status of the refusal.
 	Status int
-	err    error
+	// RetryAfter is the refusal's Retry-After, 0 when it had none.
+	RetryAfter time.Duration
+	err        error
 }
 
 func (e *HandshakeError) Error() string {
@@ -182,7 +189,7 @@ func (c *Conn) Await(ctx context.Context, command string, ids ...string) (string
 			}
 			switch {
 			case f.Command == stompframe.CommandError:
-				return "", &ErrorFrame{Message: f.Get("message")}
+				return "", &ErrorFrame{Message: f.Get("message"), RetryAfter: ParseRetryAfter(f.Get("retry-after"), time.Now())}
 			case f.Command != command:
 			case command == stompframe.CommandReceipt && !slices.Contains(ids, f.Get("receipt-id")):
 			default:

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Chart geometry in SVG user units.
@@ -162,11 +164,16 @@ func WriteChart(w io.Writer, title string, ss []Series) error {
 		return padLeft + float64(i)*plotW/float64(n-1)
 	}
 	svgHeader(bw, title, ax.label(unit), ax)
+	xStep, xLabel := time.Second, "second of the run"
+	if len(ss) > 0 && ss[0].Step > 0 && ss[0].Step != time.Second {
+		xStep, xLabel = ss[0].Step, "seconds, each point the "+ss[0].Step.String()+" up to it"
+	}
 	step := max(1, (n+maxXTicks-1)/maxXTicks)
 	for i := 0; i < n; i += step {
-		fmt.Fprintf(bw, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(i), padTop+plotH+18, i+1)
+		fmt.Fprintf(bw, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", x(i), padTop+plotH+18,
+			strconv.FormatFloat((time.Duration(i+1)*xStep).Seconds(), 'f', -1, 64))
 	}
-	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">second of the run</text>`+"\n", padLeft+plotW/2, chartH-10)
+	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", padLeft+plotW/2, chartH-10, esc(xLabel))
 
 	colours := map[string]string{}
 	for i, s := range ss {

@@ -8,11 +8,15 @@ import (
 	"time"
 )
 
-// Series is one per-second time series of the run, for the chart and the
-// JSON report. Values[i] covers second i+1 of the load period.
+// Series is one time series of the run, for the chart and the JSON
+// report. Values[i] covers step i+1 of the load period: second i+1
+// unless Step says otherwise.
 type Series struct {
 	Name   string    `json:"name"`   // what is counted, and whose
-	Values []float64 `json:"values"` // one per second
+	Values []float64 `json:"values"` // one per step
+	// Step is the time each value covers; zero means a second. The
+	// chart takes it from the first series.
+	Step time.Duration `json:"-"`
 	// Group and Style are for the chart: the series of one group (a
 	// class's delivered, sent and undelivered) share a colour and differ
 	// in style. An empty group is a group of its own.

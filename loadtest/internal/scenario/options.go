@@ -164,12 +164,17 @@ func hostOf(wsURL string) string {
 // Source address blocks in 127.0.0.0/8, one per scenario so that runs
 // close together do not share per-IP limiter state: handshake-storm uses
 // 127.0.0.2 onward, idle 127.1.x.y, flood and throughput 127.2.x.y, the
-// abuse scenario's attackers 127.3.x.y (its honest room uses blockLoad).
+// abuse scenario's attackers 127.3.x.y (its honest room uses blockLoad),
+// reconnect-storm's moving clients 127.4.x.y and its untouched sessions
+// 127.5.x.y.
 const (
 	blockStorm = 0
 	blockIdle  = 1
 	blockLoad  = 2
 	BlockAbuse = 3 // the abuse scenario's attackers
+	// blockReconnect and blockUntouched are reconnect-storm's.
+	blockReconnect = 4
+	blockUntouched = 5
 	// MaxSources is how many addresses one block holds.
 	MaxSources = 254 * 256
 )

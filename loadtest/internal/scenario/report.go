@@ -36,10 +36,12 @@ type Report struct {
 	Idle    *idleReport          `json:"idle,omitempty"`
 	Abuse   Section              `json:"abuse,omitempty"`
 	Rooms   *roomsReport         `json:"rooms,omitempty"`
-	Server  *serverReport        `json:"server,omitempty"`
-	Tool    toolReport           `json:"tool"`
-	Series  []report.Series      `json:"series,omitempty"`
-	Notes   []string             `json:"notes,omitempty"`
+	// Reconnect is reconnect-storm's section.
+	Reconnect *reconnectReport `json:"reconnect_storm,omitempty"`
+	Server    *serverReport    `json:"server,omitempty"`
+	Tool      toolReport       `json:"tool"`
+	Series    []report.Series  `json:"series,omitempty"`
+	Notes     []string         `json:"notes,omitempty"`
 }
 
 func (r *Report) fromLoad(res LoadResult) {
@@ -124,6 +126,9 @@ func (r *Report) WriteText(w io.Writer, title string) {
 	}
 	if r.Rooms != nil {
 		r.Rooms.writeText(w)
+	}
+	if r.Reconnect != nil {
+		r.Reconnect.writeText(w)
 	}
 	if s := r.Server; s != nil {
 		s.writeText(w)

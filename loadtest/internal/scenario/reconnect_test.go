@@ -1,0 +1,192 @@
+package scenario
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// buildWsserver builds cmd/wsserver into a temporary directory and
+// returns its path; the test fails if it cannot be built.
+func buildWsserver(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "wsserver")
+	build := exec.Command("go", "build", "-o", bin, "github.com/stompgate/stompgate/cmd/wsserver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building wsserver: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runReconnectStorm runs a small storm against real wsserver instances
+// and a real redis-server, all started by the scenario, and checks that
+// every session came back and that the report's figures add up.
+func runReconnectStorm(t *testing.T, cfg reconnectConfig) *reconnectReport {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server not found: %v; run the project's test command, `make test`, which installs it", err)
+	}
+	if err := cfg.Common.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := reconnectStorm(t.Context(), &cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rep.Reconnect
+	t.Logf("on A %d, lost %d, back %d, attempts %d, refusals %v, errors %q",
+		r.OnA, r.Lost, r.Back, r.Attempts, r.Refusals, r.Errors)
+
+	n := cfg.sessions
+	if r.OnA != n || r.FillFailed != 0 {
+		t.Errorf("on A %d, fill failed %d; want %d, 0", r.OnA, r.FillFailed, n)
+	}
+	if r.Lost != n || r.Back != n {
+		t.Errorf("lost %d, back %d; want every one of %d lost and back", r.Lost, r.Back, n)
+	}
+	refused := 0
+	for _, c := range r.Refusals {
+		refused += c
+	}
+	if r.Attempts != r.Back+refused {
+		t.Errorf("attempts %d != back %d + refused %d", r.Attempts, r.Back, refused)
+	}
+	if got := sum(r.ArrivalsPer100ms); got != r.Back {
+		t.Errorf("arrivals per 100 ms add up to %d, want back %d", got, r.Back)
+	}
+	if got := sum(r.AttemptsPer100ms); got != r.Attempts {
+		t.Errorf("attempts per 100 ms add up to %d, want %d", got, r.Attempts)
+	}
+	if r.PeakArrivals == 0 || r.PeakArrivals > r.Back {
+		t.Errorf("peak arrivals per 100 ms %d, want in [1, %d]", r.PeakArrivals, r.Back)
+	}
+	if r.Back99Seconds == nil || r.Back100Seconds == nil || *r.Back99Seconds > *r.Back100Seconds {
+		t.Errorf("99 %% back at %v, 100 %% at %v; want both, in that order", r.Back99Seconds, r.Back100Seconds)
+	}
+	if r.RetryAfterEarly != 0 {
+		t.Errorf("%d attempts came sooner than the Retry-After asked", r.RetryAfterEarly)
+	}
+	if r.ServerHandshakes[`{result="accepted"}`] != int64(r.Back) {
+		t.Errorf("B's accepted handshakes rose by %d, want %d (every reconnect); all: %v", r.ServerHandshakes[`{result="accepted"}`], r.Back, r.ServerHandshakes)
+	}
+	if r.RSSPeakBytes <= 0 || r.RSSHWMBytes < r.RSSPeakBytes {
+		t.Errorf("B's RSS peak %d sampled, %d VmHWM; want positive, VmHWM at least the samples", r.RSSPeakBytes, r.RSSHWMBytes)
+	}
+	u := r.Untouched
+	if u.Sessions != cfg.untouched || u.Disconnected != 0 || cfg.untouched > 0 && (u.Before == nil || u.Storm == nil) {
+		t.Errorf("untouched %+v, want %d sessions, none disconnected, latency before and during the storm", u, cfg.untouched)
+	}
+	return r
+}
+
+func sum(v []int) int {
+	s := 0
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+func stormTestConfig(bin string, sessions int, serverArgs string) reconnectConfig {
+	return reconnectConfig{
+		Common:   Common{URL: defaultURL, TopicPrefix: "/topic/loadtest.", Duration: time.Minute, NoProgress: true},
+		wsserver: bin, serverArgs: serverArgs,
+		sessions: sessions, untouched: 5, untouchedRate: 10,
+		stop: "kill", settle: 500 * time.Millisecond, fillTimeout: time.Minute, concurrency: 50,
+	}
+}
+
+func TestReconnectStormKill(t *testing.T) {
+	bin := buildWsserver(t)
+	r := runReconnectStorm(t, stormTestConfig(bin, 200, ""))
+	if len(r.Refusals) != 0 {
+		t.Errorf("refusals %v, want none from a server without admission", r.Refusals)
+	}
+}
+
+// TestReconnectStormRetryAfter shares the per-IP handshake limit of A
+// and B through Redis at one handshake per 5 s: each client's reconnect
+// to B right after its handshake with A is refused with 429 and a
+// Retry-After, which it honours before it comes back.
+func TestReconnectStormRetryAfter(t *testing.T) {
+	bin := buildWsserver(t)
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	err := os.WriteFile(pol, []byte(`zones:
+  - name: ws_handshake
+    key: client_ip
+    rate: 12r/m
+    burst: 0
+    routes:
+      - method: GET
+        path: /ws
+        upstream: ws
+`), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stormTestConfig(bin, 50, "-policy "+pol)
+	cfg.untouched = 0
+	r := runReconnectStorm(t, cfg)
+	if r.Refusals["HTTP 429"] == 0 || r.RetryAfterHonoured == 0 {
+		t.Errorf("refusals %v, %d attempts after a Retry-After; want 429s, each followed by one", r.Refusals, r.RetryAfterHonoured)
+	}
+}
+
+func TestReconnectStormDrain(t *testing.T) {
+	bin := buildWsserver(t)
+	cfg := stormTestConfig(bin, 100, "-drain-period 1s -drain-grace 100ms")
+	cfg.stop = "drain"
+	runReconnectStorm(t, cfg)
+}
+
+func TestStormServerArgs(t *testing.T) {
+	args := []string{"-policy", "p.yaml", "-admit-rate", "500", "--memory-limit=1GiB", "-admit-rate=250"}
+	if v, ok := flagValue(args, "admit-rate"); !ok || v != "250" {
+		t.Errorf("admit-rate = %q, %v; want the last one, 250", v, ok)
+	}
+	if v, ok := flagValue(args, "memory-limit"); !ok || v != "1GiB" {
+		t.Errorf("memory-limit = %q, %v; want 1GiB", v, ok)
+	}
+	if _, ok := flagValue(args, "max-sessions"); ok {
+		t.Error("max-sessions found, want absent")
+	}
+	if _, ok := flagValue([]string{"-admit-rate"}, "admit-rate"); ok {
+		t.Error("a flag without its value found")
+	}
+	for in, want := range map[string]int64{"1GiB": 1 << 30, "512MiB": 512 << 20, "1000": 1000, "64KiB": 64 << 10, "2B": 2} {
+		if got, err := parseBytes(in); err != nil || got != want {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1MiB", "1GB"} {
+		if _, err := parseBytes(in); err == nil {
+			t.Errorf("parseBytes(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+func TestStormBins(t *testing.T) {
+	ms := time.Millisecond
+	got := bins([]time.Duration{-5 * ms, 0, 99 * ms, 100 * ms, 350 * ms})
+	want := []int{3, 1, 0, 1}
+	if len(got) != len(want) {
+		t.Fatalf("bins = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("bins = %v, want %v", got, want)
+		}
+	}
+	arr := []time.Duration{100 * ms, 200 * ms, 300 * ms}
+	if p := backAt(arr, 3); p == nil || *p != 0.3 {
+		t.Errorf("backAt(3) = %v, want 0.3", p)
+	}
+	if p := backAt(arr, 4); p != nil {
+		t.Errorf("backAt(4) = %v, want nil", *p)
+	}
+}
