@@ -99,10 +99,12 @@ type Metrics struct {
 	readerPauses     prometheus.Counter
 	heartBeatsCapped prometheus.Counter
 
-	relay   relayMetrics
-	caps    capMetrics
-	backend backendMetrics
-	input   inputMetrics
+	relay relayMetrics
+	caps  capMetrics
+	// reconnect counts the reconnect-loop bans' CONNECTs and bans.
+	reconnect reconnectMetrics
+	backend   backendMetrics
+	input     inputMetrics
 
 	httpTimeouts []prometheus.Counter
 
@@ -131,6 +133,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildDelivery(b)
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
+	m.buildReconnect(b)
 	m.buildHTTP(b)
 	m.buildPrefix(b)
 	m.buildBackend(b)

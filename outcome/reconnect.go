@@ -15,3 +15,8 @@ const (
 // ReconnectScopes returns every reconnect-loop scope. The slice is a
 // fresh copy.
 func ReconnectScopes() []string { return []string{ReconnectScopeAddress, ReconnectScopePrincipal} }
+
+// ReconnectStores returns the stores a reconnect count is counted by
+// (stompgate_reconnect_connects_total{store}): Redis, or this instance's
+// memory. The slice is a fresh copy.
+func ReconnectStores() []string { return []string{StoreRedis, StoreMemory} }
