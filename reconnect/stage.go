@@ -11,13 +11,6 @@ import (
 	"github.com/stompgate/stompgate/stompframe"
 )
 
-// CountTimeout bounds the counting of one CONNECT (both keys) and the
-// bans it places. It is spent on the session's reader goroutine before
-// CONNECTED is sent; the RedisStore's own bound on a call (50ms by
-// default) is below it, so a slow Redis is answered from memory rather
-// than cut off here.
-const CountTimeout = 250 * time.Millisecond
-
 // StageConfig configures a Stage. Counter and Banner are required.
 type StageConfig struct {
 	// Counter counts the CONNECTs.
@@ -58,8 +51,11 @@ type StageConfig struct {
 // never reaches the victim's count, and cannot get the victim banned.
 // Its address is counted all the same.
 //
-// A count that cannot be made (the CountTimeout ran out) lets the
-// CONNECT in: counting must not turn a slow Redis into a refusal.
+// Counting and banning are spent on the session's reader goroutine before
+// CONNECTED is sent: two counts and, rarely, a ban, each bounded by its
+// store's timeout (50ms by default). A count Redis cannot make is made
+// in memory (see Counter): counting never turns a slow Redis into a
+// refusal, nor lets a loop through.
 //
 // A Stage is safe for concurrent use.
 type Stage struct {
@@ -95,8 +91,11 @@ func (st *Stage) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Ti
 	if f.Command != stompframe.CommandConnect && f.Command != stompframe.CommandStomp {
 		return interceptor.Continue()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), CountTimeout)
-	defer cancel()
+	// Every Redis call below is bounded by its store's own timeout
+	// (RedisConfig.Timeout, the Banner's): a bound of the stage's own,
+	// shorter than those, would cut a call off as the caller's, which
+	// the stores do not judge Redis by.
+	ctx := context.Background()
 	var over []string // the scopes whose key this CONNECT took over the limit
 	if s.RemoteIP.IsValid() {
 		key := st.addrKey(s.RemoteIP)

@@ -18,6 +18,7 @@ import (
 	"github.com/stompgate/stompgate/jwtauth"
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
+	"github.com/stompgate/stompgate/reconnect"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
@@ -44,6 +45,7 @@ type app struct {
 	caps     *sessioncap.Limiter
 	capStore *sessioncap.RedisStore // nil without -redis-url
 	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
+	loops    *reconnect.Counter     // the reconnect-loop counter; nil with -reconnect-limit 0
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -156,7 +158,11 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, logger)
+	loops, err := a.newReconnectStage(st, logger)
+	if err != nil {
+		return err
+	}
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, loops, logger)
 	if err != nil {
 		return err
 	}
@@ -218,7 +224,9 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// per-principal session cap (caps), session limiter. Metrics are no
+// per-principal session cap (caps), reconnect loops (loops, nil with
+// -reconnect-limit 0: it counts only CONNECTs the two before accepted),
+// session limiter. Metrics are no
 // stage: obs, the chain's observer, counts each frame once after the
 // last stage. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
@@ -226,7 +234,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 // keys verifies RS256 and ES256 tokens; nil without -jwt-public-key or
 // -jwt-jwks-url. caps holds the per-principal session cap, displaced
 // ends the sessions it displaces.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), logger *slog.Logger) (*interceptor.Chain, error) {
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), loops interceptor.Stage, logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -266,6 +274,9 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 	}
 	if capStage != nil {
 		stages = append(stages, capStage)
+	}
+	if loops != nil {
+		stages = append(stages, loops)
 	}
 	stages = append(stages, limit)
 	return interceptor.NewChain(obs, stages...), nil
@@ -368,6 +379,9 @@ func (a *app) close() {
 		a.jwks.Close()
 	}
 	a.closeSessionCaps()
+	if a.loops != nil {
+		_ = a.loops.Close()
+	}
 	if a.limiter != nil {
 		_ = a.limiter.Close()
 	}

@@ -22,11 +22,12 @@ var flagSections = []flagSection{
 		"addr", "ws-path", "allowed-origins", "demo", "admin-addr", "pprof",
 		"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
 	}},
-	{"Limits: handshake rate, bans, session caps and per-session rates", []string{
+	{"Limits: handshake rate, bans, session caps, reconnect loops and per-session rates", []string{
 		"policy", "trusted-proxies", "ipv6-prefix", "limiter-fail", "limiter-shed-keys", "limiter-in-flight-per-key",
 		"max-sessions-per-principal", "session-cap-displace", "session-lease-ttl",
 		"send-limit", "send-window", "send-limit-algorithm", "limited-commands",
 		"abuse-drops", "abuse-window", "abuse-ban",
+		"reconnect-limit", "reconnect-window", "reconnect-ban",
 		"control-limit", "control-window", "inbound-frames", "inbound-bytes", "inbound-window",
 	}},
 	{"Sessions: frames, heart-beats, queues and transactions", []string{
