@@ -194,11 +194,15 @@ func (a *tokenChurnAttack) prepare(ctx context.Context) error {
 
 // token returns an HS256 JWT for the principal "churn", valid for an
 // hour, made distinct by n.
-func (a *tokenChurnAttack) token(n int) string {
+func (a *tokenChurnAttack) token(n int) string { return hs256Token(a.env.cfg.jwtSecret, "churn", n) }
+
+// hs256Token returns an HS256 JWT signed with secret for the principal
+// sub, valid for an hour, made distinct by n (its jti).
+func hs256Token(secret, sub string, n int) string {
 	enc := base64.RawURLEncoding.EncodeToString
 	head := enc([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	body := enc([]byte(`{"sub":"churn","exp":` + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10) + `,"jti":"` + strconv.Itoa(n) + `"}`))
-	mac := hmac.New(sha256.New, []byte(a.env.cfg.jwtSecret))
+	body := enc([]byte(`{"sub":"` + sub + `","exp":` + strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10) + `,"jti":"` + strconv.Itoa(n) + `"}`))
+	mac := hmac.New(sha256.New, []byte(secret))
 	mac.Write([]byte(head + "." + body))
 	return head + "." + body + "." + enc(mac.Sum(nil))
 }

@@ -201,6 +201,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgeUpgradeFlood(add)
 	r.judgeSlowReaders(cfg)
 	r.judgeCPU(cfg, add)
+	r.judgeReconnectLoop(cfg, add)
 	r.judgeRelayInject(add)
 }
 
