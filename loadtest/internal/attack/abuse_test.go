@@ -108,8 +108,9 @@ const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
 
 func TestAbuseAgainstWsserver(t *testing.T) {
 	// The honest room reconnects from the same source addresses for each
-	// attack, more often than -reconnect-limit allows in a minute;
-	// TestReconnectLoopAttack runs reconnect-loop against the limit.
+	// attack: at 1.5 s an attack, more often than -reconnect-limit allows
+	// in a minute. TestReconnectLoopAttack runs reconnect-loop against
+	// the limit.
 	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0")
 	cfg := shortAbuse(url, pid)
 	rep, ar := runShort(t, &cfg)
