@@ -36,7 +36,11 @@ type StageConfig struct {
 // more than Counter.Limit of them within Counter.Window for BanFor. Place
 // it after interceptor.PrincipalStage and the per-principal session cap,
 // so that only CONNECTs those accepted are counted (each session sends
-// CONNECT once; the server refuses a second before the chain).
+// CONNECT once; the server refuses a second before the chain). The
+// server sends CONNECTED after the chain, unless the CONNECT names no
+// version it speaks or a malformed heart-beat, or its token expired
+// meanwhile: such a CONNECT is counted all the same, as a loop of them is
+// a loop too.
 //
 // The CONNECT that takes a key over the limit is itself refused (ERROR
 // "banned", outcome.RejectBanned, closed as rate_limit_abuse) with the
@@ -113,13 +117,13 @@ func (st *Stage) Handle(s *interceptor.Session, f *stompframe.Frame, now time.Ti
 	if len(over) == 0 {
 		return interceptor.Continue()
 	}
-	what := over[0]
+	what := "this " + over[0] + " is"
 	if len(over) == 2 {
-		what = "address and this principal"
+		what = "this address and this principal are"
 	}
 	secs := int64((st.banFor + time.Second - 1) / time.Second)
 	return interceptor.RejectFrame(outcome.RejectBanned, "banned",
-		fmt.Sprintf("more than %d connects within %v: this %s is banned for another %d s",
+		fmt.Sprintf("more than %d connects within %v: %s banned for another %d s",
 			st.counter.Limit(), st.counter.Window(), what, secs))
 }
 

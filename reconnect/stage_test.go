@@ -178,3 +178,20 @@ func TestStageConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// A CONNECT that takes both its address and its principal over the limit
+// bans both and says so.
+func TestStageBothOver(t *testing.T) {
+	t.Parallel()
+	banner := &banRecorder{}
+	st := newTestStage(t, 1, banner, newRecorder())
+	bob := &interceptor.Principal{Name: "bob"}
+	st.Handle(session("1", "10.0.6.1", bob), connectFrame, t0)
+	r := st.Handle(session("2", "10.0.6.1", bob), connectFrame, t0)
+	if r.Outcome != interceptor.Reject || !strings.Contains(r.Detail, "this address and this principal are banned") {
+		t.Fatalf("second CONNECT: %+v, want reject naming both", r)
+	}
+	if keys := banner.keys(); len(keys) != 2 {
+		t.Errorf("bans %v, want the address and the principal", keys)
+	}
+}
