@@ -219,7 +219,7 @@ func (st *LimitStage) ban(s *Session) {
 		}
 	}
 	if s.Principal != nil && !s.Principal.Anonymous {
-		keys = append(keys, principalBanKey(s.Principal.Name))
+		keys = append(keys, PrincipalBanKey(s.Principal.Name))
 	}
 	for _, k := range keys {
 		if err := st.cfg.Banner.Ban(ctx, k, st.cfg.BanFor); err != nil {

@@ -285,7 +285,7 @@ func (p *PrincipalStage) banned(name string) (Result, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), BanCheckTimeout)
 	defer cancel()
-	d, banned, err := p.cfg.Bans.Banned(ctx, principalBanKey(name))
+	d, banned, err := p.cfg.Bans.Banned(ctx, PrincipalBanKey(name))
 	if err != nil || !banned {
 		return Result{}, false
 	}
@@ -294,9 +294,11 @@ func (p *PrincipalStage) banned(name string) (Result, bool) {
 		fmt.Sprintf("this principal is banned for another %d s", secs)), true
 }
 
-// principalBanKey is the ban key of the principal name, shared by the
-// LimitStage (which bans) and the PrincipalStage (which checks).
-func principalBanKey(name string) string {
+// PrincipalBanKey is the ban key of the principal name: the key the
+// PrincipalStage checks at CONNECT (PrincipalConfig.Bans) and the key
+// under which a stage that bans a principal (the LimitStage at
+// escalation, or one of a program's own) records the ban with its Banner.
+func PrincipalBanKey(name string) string {
 	return "principal:" + name
 }
 

@@ -77,6 +77,7 @@ func TestBoundedCardinality(t *testing.T) {
 		len(prefixes) + 1 + 1 + // delivered, slow consumers
 		len(relayDirectionLabels) + len(relayDropReasonLabels) + 1 + 1 + // relay messages, dropped, outage, subscriptions
 		len(capScopeLabels) + len(capScopeLabels) + 1 + 1 + 1 + // session cap leases, displaced, store errors, restored, fallback
+		len(reconnectScopeLabels)*len(reconnectStoreLabels) + len(reconnectScopeLabels) + 1 + 1 + // reconnect connects, bans, store errors, fallback
 		len(httpTimeoutLabels) + // HTTP timeouts
 		len(prefixLimitLabels) + // IPv6 prefix refusals
 		1 + len(relayResubscribeReasonLabels) + // relay subscriptions down, resubscribes

@@ -195,6 +195,22 @@
 //   - stompgate_principal_limit_confirmations_total{result}: PINGs that
 //     confirmed -redis-timeouts-to-fail charges timed out in a row.
 //
+// Reconnect loops (-reconnect-limit CONNECTs per -reconnect-window, then
+// a ban of -reconnect-ban; refusals are counted as
+// stompgate_handshakes_total{result="rejected_ban"} for a banned address
+// and stompgate_sessions_closed_total{reason="rate_limit_abuse"} for the
+// CONNECT that looped and a banned principal's):
+//
+//   - stompgate_reconnect_connects_total{scope,store}: CONNECTs counted,
+//     by scope (address, principal) and by the store that counted them
+//     (redis, or memory: no Redis, or Redis unreachable).
+//   - stompgate_reconnect_bans_total{scope}: keys banned for a loop, by
+//     scope (address, principal).
+//   - stompgate_reconnect_store_errors_total: failed Redis calls of the
+//     counter (counts, probe PINGs).
+//   - stompgate_reconnect_fallback (gauge): 1 while the counter counts
+//     this instance's CONNECTs only because Redis is unreachable, else 0.
+//
 // IPv6 clients are keyed by prefix (-ipv6-prefix, /64 by default) in the
 // handshake rate, the bans and the session caps:
 //

@@ -104,6 +104,8 @@ type Metrics struct {
 	plimit  principalLimitMetrics
 	backend backendMetrics
 	input   inputMetrics
+	// reconnect counts the reconnect-loop bans' CONNECTs and bans.
+	reconnect reconnectMetrics
 
 	httpTimeouts []prometheus.Counter
 
@@ -135,6 +137,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRelay(b)
 	m.buildSessionCaps(b)
 	m.buildPrincipalLimit(b)
+	m.buildReconnect(b)
 	m.buildHTTP(b)
 	m.buildPrefix(b)
 	m.buildBackend(b)

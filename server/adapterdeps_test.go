@@ -20,6 +20,7 @@ var adapterPackages = []string{
 	module + "metrics",
 	module + "policy",
 	module + "principallimit",
+	module + "reconnect",
 	module + "relay",
 	module + "sessioncap",
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/policy"
 	"github.com/stompgate/stompgate/principallimit"
+	"github.com/stompgate/stompgate/reconnect"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/sessioncap"
@@ -51,6 +52,8 @@ type app struct {
 	// rules are the policy's destination rules in force, replaced on
 	// SIGHUP (reload).
 	rules *ruleSet
+	// loops is the reconnect-loop counter; nil with -reconnect-limit 0.
+	loops *reconnect.Counter
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -167,6 +170,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	displaced := func(id string) { a.disconnectDisplaced(id, st.redisTimeout) }
+	loops, err := a.newReconnectStage(st, logger)
+	if err != nil {
+		return err
+	}
 	if err := a.newPrincipalLimit(st, logger); err != nil {
 		return err
 	}
@@ -174,7 +181,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, plimit, a.rules, logger)
+	chain, err := newChain(st, obs, a.limiter, keys, a.caps, displaced, loops, plimit, a.rules, logger)
 	if err != nil {
 		return err
 	}
@@ -236,9 +243,11 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 }
 
 // newChain builds the interceptor chain in its fixed order: principal,
-// per-principal session cap (caps), session limiter, per-principal send
-// limit (plimit, nil without one: after the session limiter, so that
-// frames it drops are never charged to the principal). Metrics are no
+// per-principal session cap (caps), reconnect loops (loops, nil with
+// -reconnect-limit 0: it counts only CONNECTs the two before accepted),
+// session limiter, per-principal send limit (plimit, nil without one:
+// after the session limiter, so that frames it drops are never charged
+// to the principal). Metrics are no
 // stage: obs, the chain's observer, counts each frame once after the
 // last stage. bans is the handshake limiter: the LimitStage
 // records its escalation bans there and the PrincipalStage checks the
@@ -248,7 +257,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 // ends the sessions it displaces. rules are the policy's destination
 // rules, which the session limiter enforces (per-rule limits, read-only
 // destinations) and which reload replaces in it.
-func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), plimit interceptor.Stage, rules *ruleSet, logger *slog.Logger) (*interceptor.Chain, error) {
+func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.KeySource, caps *sessioncap.Limiter, displaced func(string), loops, plimit interceptor.Stage, rules *ruleSet, logger *slog.Logger) (*interceptor.Chain, error) {
 	verifier, err := tokenVerifier(st, keys)
 	if err != nil {
 		return nil, err
@@ -292,6 +301,9 @@ func newChain(st *settings, obs observer, bans *handshake.Limiter, keys jwtauth.
 	}
 	if capStage != nil {
 		stages = append(stages, capStage)
+	}
+	if loops != nil {
+		stages = append(stages, loops)
 	}
 	stages = append(stages, limit)
 	if plimit != nil {
@@ -398,6 +410,9 @@ func (a *app) close() {
 	}
 	a.closeSessionCaps()
 	a.closePrincipalLimit()
+	if a.loops != nil {
+		_ = a.loops.Close()
+	}
 	if a.limiter != nil {
 		_ = a.limiter.Close()
 	}

@@ -267,7 +267,8 @@ func TestSessionOutlivesHTTPReadTimeout(t *testing.T) {
 // client that reads is left alone.
 func TestSilentSessionsPinged(t *testing.T) {
 	const silent = 20
-	base := startServing(t, "-policy", manyHandshakesPolicy(t), "-ping-interval", "100ms", "-ping-timeout", "200ms")
+	// Many sessions from one address in a second: more than -reconnect-limit.
+	base := startServing(t, "-policy", manyHandshakesPolicy(t), "-reconnect-limit", "0", "-ping-interval", "100ms", "-ping-timeout", "200ms")
 	reader := dialStomp(t, wsURL(base)) // heart-beat 0,0; go-stomp reads all the time
 	for range silent {
 		ws, resp, err := dialWS(t, wsURL(base))

@@ -99,6 +99,8 @@ type settings struct {
 	backendSettings // app destinations and the server API (backend.go)
 	limiterSettings // the handshake limiter's queue and shedding (limiter.go)
 
+	reconnectSettings // reconnect-loop bans (reconnect.go)
+
 	outboundSettings // across all sessions (outbound.go)
 	inboundSettings  // the per-session inbound budget (inbound.go)
 
@@ -178,6 +180,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.adminFlags(fs)
 	s.backendFlags(fs)
 	s.limiterFlags(fs)
+	s.reconnectFlags(fs)
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
 	s.principalLimitFlags(fs)

@@ -22,12 +22,13 @@ var flagSections = []flagSection{
 		"addr", "tls-cert", "tls-key", "ws-path", "allowed-origins", "demo", "admin-addr", "pprof",
 		"http-read-header-timeout", "http-read-timeout", "http-idle-timeout", "http-max-header-bytes",
 	}},
-	{"Limits: handshake rate, bans, session caps, per-session and per-principal rates", []string{
+	{"Limits: handshake rate, bans, session caps, reconnect loops, per-session and per-principal rates", []string{
 		"policy", "trusted-proxies", "ipv6-prefix", "limiter-fail", "limiter-shed-keys", "limiter-in-flight-per-key",
 		"max-sessions-per-principal", "session-cap-displace", "session-lease-ttl",
 		"send-limit", "send-window", "send-limit-algorithm", "limited-commands",
 		"principal-send-limit", "principal-send-window", "principal-send-optimistic", "principal-limit-entries",
 		"abuse-drops", "abuse-window", "abuse-ban",
+		"reconnect-limit", "reconnect-window", "reconnect-ban",
 		"control-limit", "control-window", "inbound-frames", "inbound-bytes", "inbound-window",
 	}},
 	{"Sessions: frames, heart-beats, queues and transactions", []string{

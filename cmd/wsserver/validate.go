@@ -94,6 +94,9 @@ func (s *settings) validate() error {
 	if err := s.validateLimiter(); err != nil {
 		return err
 	}
+	if err := s.validateReconnect(); err != nil {
+		return err
+	}
 	if err := s.validateOutbound(); err != nil {
 		return err
 	}

@@ -68,6 +68,9 @@ type abuseConfig struct {
 	principalLimit    int
 	injectSize        int
 	injectRate        float64
+	loopInterval      time.Duration
+	reconnectLimit    int           // the server's -reconnect-limit, for the reconnect-loop target
+	reconnectWindow   time.Duration // and its -reconnect-window
 }
 
 // The attacks, in the order they run.
@@ -90,6 +93,7 @@ const (
 	attackTokenChurn      = "token-churn"
 	attackRelayInject     = "relay-inject"
 	attackPrincipalFlood  = "principal-flood"
+	attackReconnectLoop   = "reconnect-loop"
 )
 
 var allAttacks = []string{
@@ -111,6 +115,7 @@ var allAttacks = []string{
 	attackTokenChurn,
 	attackPrincipalFlood,
 	attackRelayInject,
+	attackReconnectLoop,
 }
 
 // Abuse defaults, each with its reason.
@@ -170,6 +175,14 @@ const (
 	// a Pub/Sub client may fall behind by default before Redis drops it).
 	defaultInjectSize = 5 << 20
 	defaultInjectRate = 10
+	// defaultLoopInterval is the pause of a reconnect loop between two
+	// turns: 2.5 handshakes a second stays under the default handshake
+	// rate (3 r/s), so only a reconnect limit can stop the loop.
+	// defaultReconnectLimit and defaultReconnectWindow are wsserver's
+	// (15 a minute).
+	defaultLoopInterval    = 400 * time.Millisecond
+	defaultReconnectLimit  = 15
+	defaultReconnectWindow = time.Minute
 	// maxInjectSize bounds -inject-size: Redis' own limit on a bulk
 	// string is 512 MB; 64 MB is plenty to show a bound.
 	maxInjectSize = 64 << 20
@@ -224,6 +237,9 @@ func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.principalLimit, "principal-send-limit", defaultPrincipalLimit, "the server's -principal-send-limit per 1 s window, what principal-flood's delivery is judged against (0: not judged)")
 	fs.IntVar(&c.injectSize, "inject-size", defaultInjectSize, "relay-inject: bytes of the large payloads")
 	fs.Float64Var(&c.injectRate, "inject-rate", defaultInjectRate, "relay-inject: PUBLISHes per second, one in ten large")
+	fs.DurationVar(&c.loopInterval, "loop-interval", defaultLoopInterval, "reconnect-loop: pause between one loop's reconnects (with -jwt-secret a second loop connects as one principal from a new address each time)")
+	fs.IntVar(&c.reconnectLimit, "reconnect-limit", defaultReconnectLimit, "the server's -reconnect-limit, what reconnect-loop is judged against (0: not judged)")
+	fs.DurationVar(&c.reconnectWindow, "reconnect-window", defaultReconnectWindow, "the server's -reconnect-window, for the reconnect-loop target")
 	return fs
 }
 
@@ -328,6 +344,12 @@ func (c *abuseConfig) Validate() error {
 		return fmt.Errorf("-inject-size %d: must be in [1, %d]", c.injectSize, maxInjectSize)
 	case c.injectRate <= 0 || c.injectRate > scenario.MaxRate:
 		return fmt.Errorf("-inject-rate %v: must be in (0, %d]", c.injectRate, scenario.MaxRate)
+	case c.loopInterval <= 0 || c.loopInterval > maxAttackDuration:
+		return fmt.Errorf("-loop-interval %v: must be in (0, %v]", c.loopInterval, maxAttackDuration)
+	case c.reconnectLimit < 0:
+		return fmt.Errorf("-reconnect-limit %d is negative", c.reconnectLimit)
+	case c.reconnectWindow <= 0:
+		return fmt.Errorf("-reconnect-window %v: must be positive", c.reconnectWindow)
 	case !strings.HasPrefix(c.httpPath, "/"):
 		return fmt.Errorf("-http-path %q: must start with /", c.httpPath)
 	}
@@ -397,6 +419,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &principalFloodAttack{env: env}
 	case attackRelayInject:
 		return &relayInjectAttack{env: env}
+	case attackReconnectLoop:
+		return &reconnectLoopAttack{env: env}
 	}
 	panic("loadtest: no attack " + name)
 }

@@ -95,6 +95,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		jwtSecret:         testJWTSecret,
 		principalSessions: defaultPrincipalSessions, principalLimit: defaultPrincipalLimit,
 		injectSize: 1 << 20, injectRate: 20,
+		loopInterval: defaultLoopInterval, reconnectLimit: defaultReconnectLimit, reconnectWindow: defaultReconnectWindow,
 	}
 	c.PID = pid
 	if u, err := neturl.Parse(url); err == nil {
@@ -107,7 +108,11 @@ func shortAbuse(url string, pid int) abuseConfig {
 const testJWTSecret = "a secret for the abuse test, 32 bytes or more"
 
 func TestAbuseAgainstWsserver(t *testing.T) {
-	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret)
+	// The honest room reconnects from the same source addresses for each
+	// attack: at 1.5 s an attack, more often than -reconnect-limit allows
+	// in a minute. TestReconnectLoopAttack runs reconnect-loop against
+	// the limit.
+	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0")
 	cfg := shortAbuse(url, pid)
 	rep, ar := runShort(t, &cfg)
 	if ar == nil || rep.Interrupted {
@@ -264,6 +269,12 @@ func TestAbuseJudge(t *testing.T) {
 	pflood := func(n float64) attackResult {
 		return attackResult{Name: attackPrincipalFlood, Seconds: 10, Attacker: attackerReport{Figures: map[string]float64{figPrincipalSent: 2000, figPrincipalReceived: n}}}
 	}
+	// loop completed addr and principal CONNECTs in 70 s (two windows of
+	// a minute: at most 2 × 15 each), another address let in or not.
+	loop := func(addr, principal float64, control bool) attackResult {
+		return attackResult{Name: attackReconnectLoop, Attacker: attackerReport{Figures: map[string]float64{
+			figLoopAddrCompleted: addr, figLoopPrincipalCompleted: principal, figLoopControl: b2f(control), figLoopSeconds: 70}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -277,8 +288,8 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
 			flood(1.1), churn(true, "too many token checks"), pflood(11 * 66),
-			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}},
-		}, map[string]string{"app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}}, loop(30, 30, true),
+		}, map[string]string{"reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
 			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass", "principal-flood": "pass"}},
 		{"over the bounds", 5, []attackResult{
@@ -287,16 +298,17 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
 			flood(1.3), churn(false, "too many token checks"), pflood(11*66 + 1),
-			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}},
-		}, map[string]string{"app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}}, loop(10, 31, true),
+		}, map[string]string{"reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
 			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail", "principal-flood": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
 			{Name: attackUserForge, Error: "refused"}, {Name: attackSilentHB, Error: "refused"}, {Name: attackAppFill, Error: "refused"},
 			{Name: attackSlowReaders, Error: "refused"}, {Name: attackTokenChurn, Error: "token-churn needs -jwt-secret"},
-			{Name: attackRelayInject, Error: "needs -redis-url"}, {Name: attackPrincipalFlood, Error: "principal-flood needs -jwt-secret"},
+			{Name: attackRelayInject, Error: "needs -redis-url"}, {Name: attackPrincipalFlood, Error: "principal-flood needs -jwt-secret"}, {Name: attackReconnectLoop, Error: "refused"},
 		}, nil},
+		{"reconnect loop seen from one address", 5, []attackResult{loop(10, 10, false)}, nil},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},
@@ -306,7 +318,7 @@ func TestAbuseJudge(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
 			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, principalLimit: 60, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
-				floodSessions: 4, baselineP99: 0.6})
+				floodSessions: 4, baselineP99: 0.6, reconnectLimit: 15, reconnectWindow: time.Minute})
 			seen := map[string]bool{}
 			for _, tg := range r.Targets {
 				want := "n/a"

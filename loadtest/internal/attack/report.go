@@ -202,6 +202,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgeSlowReaders(cfg)
 	r.judgeCPU(cfg, add)
 	r.judgePrincipalFlood(cfg, add)
+	r.judgeReconnectLoop(cfg, add)
 	r.judgeRelayInject(add)
 }
 
