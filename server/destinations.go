@@ -1,0 +1,69 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
+)
+
+// DestinationOptions are the per-destination settings a policy's rules
+// give. The zero value is a destination as every destination was before
+// rules: delivery in order, with no cap on its subscribers.
+type DestinationOptions struct {
+	// Rule is the matching rule's name, for metric labels; "" when none.
+	// It must come from a bounded set (the policy's rule names), never
+	// from the destination itself.
+	Rule string
+	// Latest selects latest-value delivery: a subscriber holds at most
+	// one pending MESSAGE of the subscription, a newer one replacing it
+	// before it is written (see Config.Destinations).
+	Latest bool
+	// MaxSubscribers is the most subscriptions the destination may have
+	// on this server; the next SUBSCRIBE is refused with ERROR
+	// "subscriber limit reached" and a close. 0 or negative: no cap.
+	MaxSubscribers int
+}
+
+// DestinationObserver is an Observer that also counts what the
+// per-destination options do (Config.Destinations); the server checks its
+// Observer for it. The rule is DestinationOptions.Rule.
+type DestinationObserver interface {
+	// LatestReplaced reports a MESSAGE of a latest-value subscription
+	// that replaced one still waiting to be written, which its
+	// subscriber will therefore never get.
+	LatestReplaced(rule string)
+	// SubscriberCapRefused reports a SUBSCRIBE refused because its
+	// destination held DestinationOptions.MaxSubscribers already.
+	SubscriberCapRefused(rule string)
+}
+
+// destinationOptions returns dest's options: Config.Destinations' answer,
+// or the zero options without one.
+func (s *Server) destinationOptions(dest string) DestinationOptions {
+	if s.cfg.Destinations == nil {
+		return DestinationOptions{}
+	}
+	return s.cfg.Destinations(dest)
+}
+
+// subscribe adds sub to the broker within opts' cap, and reports whether
+// the session is ending: over the cap it fails with ERROR "subscriber
+// limit reached" (receipt-id set when the SUBSCRIBE asked for a receipt)
+// and a close, as STOMP 1.2 "ERROR" requires of the server. dest is the
+// destination the client named.
+func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, dest, receipt string) (end bool) {
+	if _, ok := s.srv.cfg.Broker.SubscribeMax(sub, opts.MaxSubscribers); !ok {
+		if d := s.srv.dest; d != nil {
+			d.SubscriberCapRefused(opts.Rule)
+		}
+		s.fail(ending{reason: outcome.CloseSubscriberCap, receipt: receipt,
+			detail: fmt.Sprintf("%q has its most subscribers, %d; try again later", dest, opts.MaxSubscribers)})
+		return true
+	}
+	if s.subs == nil {
+		s.subs = make(map[string]*broker.Subscription)
+	}
+	s.subs[sub.ID] = sub
+	return false
+}
