@@ -66,7 +66,8 @@ func TestDeliveredNoPrefixes(t *testing.T) {
 func TestBoundedCardinality(t *testing.T) {
 	t.Parallel()
 	prefixes := []string{"/topic/room.", "/topic/chat."}
-	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
+	rules := []string{"game_state", "lobby"}
+	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes, Rules: rules})
 
 	// The series New creates: one per label value of every metric.
 	want := 1 + 1 + len(outcome.Closes()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
@@ -85,7 +86,8 @@ func TestBoundedCardinality(t *testing.T) {
 		len(relayDropReasonLabels) + // relay disconnect requests dropped
 		len(procsReasonLabels) + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
-		len(appBoundLabels) // app backlog refusals
+		len(appBoundLabels) + // app backlog refusals
+		2*(len(rules)+1) // latest-value replacements and subscriber cap refusals by rule (+ other)
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -120,6 +122,8 @@ func TestBoundedCardinality(t *testing.T) {
 		m.RelayDropped(RelayDropReason(rng.IntN(256)), 1)
 		m.APIRequest(word(), rng.IntN(1000))
 		m.AppHandled(word())
+		m.LatestReplaced(word())
+		m.SubscriberCapRefused(word())
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

@@ -48,7 +48,8 @@
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
 //     client_gone, token_expired, control_flood, ping_timeout,
-//     session_cap, backend_error, disconnected, outbound_budget, other).
+//     session_cap, backend_error, disconnected, outbound_budget,
+//     subscriber_cap, other).
 //   - stompgate_panics_recovered_total: panics recovered at the session
 //     boundary.
 //   - stompgate_reader_pauses_total: times a session stopped reading
@@ -102,6 +103,13 @@
 //     writing, the server-wide bound on them, and sessions closed,
 //     largest backlogs first, because the total went over it; exposed by
 //     NewOutboundCollector.
+//   - stompgate_latest_replaced_total{rule}: MESSAGEs of latest-value
+//     destinations that replaced one still waiting to be written to a
+//     slow subscriber, by destination rule (Config.Rules, other).
+//   - stompgate_subscriber_cap_refusals_total{rule}: SUBSCRIBEs refused,
+//     with ERROR "subscriber limit reached" and a close, because the
+//     destination had its rule's most subscribers on this instance; each
+//     is also counted in stompgate_sessions_closed_total{reason="subscriber_cap"}.
 //
 // Handshakes and the per-IP handshake limiter:
 //

@@ -33,6 +33,13 @@ type Config struct {
 	// Build names the running build on stompgate_build_info; see
 	// BuildInfo for what its zero value reports.
 	Build BuildInfo
+	// Rules are the names of the destination rules
+	// (server.DestinationOptions.Rule), each its own label value of the
+	// per-rule metrics; a rule they do not name (one a reload added) is
+	// counted as "other". Empty (the default): every rule is "other". At
+	// most MaxRules entries, each non-empty valid UTF-8, no duplicates,
+	// and not the literal "other".
+	Rules []string
 }
 
 // withDefaults returns a validated copy of c with the prefixes sorted
@@ -55,6 +62,9 @@ func (c Config) withDefaults() (Config, error) {
 			return c, configErrorf("DestinationPrefixes[%d] %q repeats DestinationPrefixes[%d]", i, p, j)
 		}
 		seen[p] = i
+	}
+	if err := checkRules(c.Rules); err != nil {
+		return c, err
 	}
 	c.DestinationPrefixes = slices.Clone(c.DestinationPrefixes)
 	slices.SortStableFunc(c.DestinationPrefixes, func(a, b string) int { return len(b) - len(a) })
@@ -103,6 +113,7 @@ type Metrics struct {
 	caps    capMetrics
 	backend backendMetrics
 	input   inputMetrics
+	dest    destinationMetrics
 
 	httpTimeouts []prometheus.Counter
 
@@ -137,6 +148,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
 	m.buildProcs(b)
+	m.buildDestinations(b, cfg.Rules)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

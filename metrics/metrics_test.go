@@ -193,6 +193,8 @@ func TestNilMetrics(t *testing.T) {
 	m.ProtocolErrorClose("malformed")
 	m.Delivered("/topic/a", 3)
 	m.SlowConsumerDisconnect()
+	m.LatestReplaced("r")
+	m.SubscriberCapRefused("r")
 }
 
 func TestNewRegistry(t *testing.T) {
@@ -242,6 +244,45 @@ func TestDocListsEveryMetric(t *testing.T) {
 	for name := range gather(t, reg) {
 		if !strings.Contains(string(doc), name) {
 			t.Errorf("doc.go does not describe %s", name)
+		}
+	}
+}
+
+// Rules get a series each, and a rule not named at start counts as
+// "other"; the list is checked like the prefixes.
+func TestRules(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{Rules: []string{"game_state", "lobby"}})
+	m.LatestReplaced("game_state")
+	m.LatestReplaced("game_state")
+	m.LatestReplaced("added_by_reload")
+	m.SubscriberCapRefused("lobby")
+	m.SubscriberCapRefused("")
+	for _, c := range []struct {
+		name, rule string
+		want       float64
+	}{
+		{"stompgate_latest_replaced_total", "game_state", 2},
+		{"stompgate_latest_replaced_total", "lobby", 0},
+		{"stompgate_latest_replaced_total", "other", 1},
+		{"stompgate_subscriber_cap_refusals_total", "lobby", 1},
+		{"stompgate_subscriber_cap_refusals_total", "other", 1},
+	} {
+		if got := sample(t, reg, c.name, "rule", c.rule); got != c.want {
+			t.Errorf(`%s{rule=%q} = %v, want %v`, c.name, c.rule, got, c.want)
+		}
+	}
+	for _, bad := range []struct {
+		rules []string
+		want  string
+	}{
+		{[]string{"a", ""}, "metrics: Rules[1] is empty"},
+		{[]string{"a", "a"}, `metrics: Rules[1] "a" repeats Rules[0]`},
+		{[]string{"other"}, `metrics: Rules[0] "other" is reserved for rules not known at start`},
+		{make([]string, MaxRules+1), "metrics: Rules has 257 entries, more than the maximum 256"},
+	} {
+		if _, err := New(nil, Config{Rules: bad.rules}); err == nil || err.Error() != bad.want || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(Rules %d entries) = %v, want %q", len(bad.rules), err, bad.want)
 		}
 	}
 }
