@@ -87,7 +87,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 
 // newMetrics builds the collectors on a.registry.
 func (a *app) newMetrics(st *settings, logger *slog.Logger) error {
-	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger)})
+	m, err := metrics.New(a.registry, metrics.Config{DestinationPrefixes: splitList(st.metricsPrefixes), Build: startupBuild(logger), Rules: st.destinationRules})
 	if err != nil {
 		return fmt.Errorf("-metrics-destination-prefixes: %w", err)
 	}
@@ -209,6 +209,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppPrefix:            st.appPrefix,
 		AppHandler:           appHandler,
 		AppTimeout:           st.appTimeout,
+		Destinations:         st.destinationOptions,
 	})
 	if err != nil {
 		return err

@@ -101,6 +101,8 @@ type settings struct {
 	inboundSettings  // the per-session inbound budget (inbound.go)
 
 	relayTrustSettings // messages between instances (relaytrust.go)
+
+	destinationSettings // per-destination options (destinations.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
