@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
 	"strconv"
 	"testing"
@@ -55,5 +56,55 @@ func BenchmarkDeliver(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDeliverLatest is BenchmarkDeliver for latest-value
+// subscriptions, with the writer taking the queue every 16 deliveries
+// (take=16: 15 of 16 MESSAGEs replace the waiting one, what a slow
+// reader's session does) and after every delivery (take=1: each is
+// queued anew, what a reader that keeps up does). Run it beside
+// BenchmarkDeliver, the ordinary path: -bench 'BenchmarkDeliver'.
+func BenchmarkDeliverLatest(b *testing.B) {
+	for _, take := range []int{16, 1} {
+		for _, n := range []int{1, 100} {
+			b.Run(fmt.Sprintf("take=%d/subs=%d", take, n), func(b *testing.B) {
+				srv, err := New(Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sessions := make([]*session, n)
+				subs := make([]*broker.Subscription, n)
+				for i := range sessions {
+					s := newSession(srv, nil, netip.MustParseAddr("192.0.2.1"), nil)
+					s.box.writing = true
+					sessions[i] = s
+					l := &latestSubscriber{s: s, rule: "state"}
+					subs[i] = broker.NewSubscription(strconv.Itoa(i), "/topic/game.42", broker.AckAuto, stompframe.V12, l)
+				}
+				f := &stompframe.Frame{Command: stompframe.CommandSend, Body: bytes.Repeat([]byte("x"), 100)}
+				f.Add("destination", "/topic/game.42")
+				f.Add("content-type", "application/json")
+				m := broker.NewMessage("1", f)
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					for j := range sessions {
+						if !subs[j].Subscriber.Deliver(subs[j], m, nil) {
+							b.Fatal("Deliver refused")
+						}
+					}
+					if i%take == take-1 {
+						for _, s := range sessions {
+							s.box.mu.Lock()
+							items := s.box.takeLocked(nil)
+							clear(items)
+							recycleQueue(items)
+							s.box.writtenLocked()
+							s.box.mu.Unlock()
+						}
+					}
+				}
+			})
+		}
 	}
 }
