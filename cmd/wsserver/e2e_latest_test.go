@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/internal/stomptest"
+	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -82,86 +84,118 @@ func readSlowly(sub *stomp.Subscription, tick time.Duration, last int, published
 	return r
 }
 
+// statesRate is how many states a second the slow-reader tests publish;
+// their readers read statesRead a second.
+const (
+	statesRate = 60
+	statesRead = 5
+)
+
+// statesRun is a go-stomp subscriber of a destination and a go-stomp
+// publisher of states to it, possibly on another instance.
+type statesRun struct {
+	dest string
+	sub  *stomp.Subscription
+	pub  *stomp.Conn
+}
+
+// newStatesRun connects the subscriber on subURL, subscribes it to dest
+// and connects the publisher on pubURL.
+func newStatesRun(t *testing.T, pubURL, subURL, dest string) *statesRun {
+	t.Helper()
+	// go-stomp holds up to 16 messages per subscription and the read
+	// channel's capacity; a capacity of 1 keeps what the client library
+	// holds, not the server, the bulk of what is stale.
+	c := dialStomp(t, subURL, stomp.ConnOpt.ReadChannelCapacity(1))
+	return &statesRun{dest: dest, sub: subscribe(t, c, dest), pub: dialStomp(t, pubURL)}
+}
+
+// run publishes messages states of 16 KiB (each starting with its
+// sequence number) at statesRate and reads them at statesRead until it
+// reads the last or the subscription ends. It may run on a goroutine of
+// its own: it fails the test with Errorf only.
+func (r *statesRun) run(t *testing.T, messages int) slowRead {
+	const size = 16 << 10
+	var published atomic.Int64
+	var read slowRead
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		read = readSlowly(r.sub, time.Second/statesRead, messages-1, &published)
+	}()
+	go func() {
+		defer wg.Done()
+		tk := time.NewTicker(time.Second / statesRate)
+		defer tk.Stop()
+		for i := range messages {
+			<-tk.C
+			// go-stomp writes the body after Send returns.
+			body := bytes.Repeat([]byte("s"), size)
+			copy(body, fmt.Sprintf("%-8d", i))
+			if err := r.pub.Send(r.dest, "text/plain", body); err != nil {
+				t.Errorf("SEND %d to %s: %v", i, r.dest, err)
+				return
+			}
+			published.Add(1)
+		}
+	}()
+	wg.Wait()
+	return read
+}
+
+// checkRecent checks what a reader of a latest-value destination saw:
+// it stayed connected, read states in order, skipping some, ending with
+// the last published, and once the publisher was done had only what the
+// sockets and the client library hold left to read (go-stomp keeps 16
+// messages per subscription), never a backlog in the server: an
+// ordinary queue of 64 frames would take it more than 12 s.
+func checkRecent(t *testing.T, r slowRead, messages int) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("latest-value subscriber: %v after %d messages, want it connected to the end", r.err, r.got)
+	}
+	if n := len(r.seqs); n == 0 || r.seqs[n-1] != messages-1 {
+		t.Fatalf("latest-value subscriber's last message %v, want %d, the last published", r.seqs[max(n-1, 0):], messages-1)
+	}
+	skipped := false
+	for i := 1; i < len(r.seqs); i++ {
+		if r.seqs[i] <= r.seqs[i-1] {
+			t.Fatalf("latest-value subscriber read %d after %d, want increasing states", r.seqs[i], r.seqs[i-1])
+		}
+		skipped = skipped || r.seqs[i] > r.seqs[i-1]+1
+	}
+	if !skipped || r.got > messages/3 || r.after > 40 {
+		t.Errorf("latest-value subscriber read %d of %d (skipping some: %v), %d once the publisher was done; want only recent states",
+			r.got, messages, skipped, r.after)
+	}
+}
+
 // TestLatestValueSlowReader is the game on a phone on a slow network:
 // states published at 60 per second, read at 5 per second. On a
 // latest-value destination the reader stays connected, gets only recent
 // states, in order, and ends with the last one published; on an
 // ordinary destination at the same rate the same reader is closed as a
-// slow consumer. Both run at once against one server with go-stomp
-// clients; the publishers are go-stomp clients too.
+// slow consumer. Both run at once against one server, with go-stomp
+// clients on both sides.
 func TestLatestValueSlowReader(t *testing.T) {
-	const (
-		rate     = 60
-		messages = 4 * rate // four seconds of states
-		size     = 16 << 10
-	)
+	const messages = 4 * statesRate
 	base, _ := startAppWith(t, gameRules(0),
 		"-send-limit", "100", "-outbound-queue", "64", "-socket-send-buffer", "4096")
 	url := wsURL(base)
 
-	type run struct {
-		dest      string
-		published atomic.Int64
-		read      slowRead
-	}
-	runs := []*run{{dest: "/topic/game.state"}, {dest: "/topic/game.log"}}
+	latestRun := newStatesRun(t, url, url, "/topic/game.state")
+	normalRun := newStatesRun(t, url, url, "/topic/game.log")
+	var latest, normal slowRead
 	var wg sync.WaitGroup
-	for _, r := range runs {
-		// go-stomp holds up to 16 messages per subscription and the read
-		// channel's capacity; a capacity of 1 keeps what the client
-		// library holds, not the server, the bulk of what is stale.
-		c := dialStomp(t, url, stomp.ConnOpt.ReadChannelCapacity(1))
-		sub := subscribe(t, c, r.dest)
-		pub := dialStomp(t, url)
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			r.read = readSlowly(sub, time.Second/5, messages-1, &r.published)
-		}()
-		go func() {
-			defer wg.Done()
-			defer disconnect(t, pub)
-			tk := time.NewTicker(time.Second / rate)
-			defer tk.Stop()
-			for i := range messages {
-				<-tk.C
-				// go-stomp writes the body after Send returns.
-				body := bytes.Repeat([]byte("s"), size)
-				copy(body, fmt.Sprintf("%-8d", i))
-				if err := pub.Send(r.dest, "text/plain", body); err != nil {
-					t.Errorf("SEND %d to %s: %v", i, r.dest, err)
-					return
-				}
-				r.published.Add(1)
-			}
-		}()
-	}
+	wg.Add(2)
+	go func() { defer wg.Done(); latest = latestRun.run(t, messages) }()
+	go func() { defer wg.Done(); normal = normalRun.run(t, messages) }()
 	wg.Wait()
 
-	latest, normal := runs[0].read, runs[1].read
 	t.Logf("latest-value: read %d of %d, %d of them once the publisher was done; ordinary: read %d, ended by %v",
 		latest.got, messages, latest.after, normal.got, normal.err)
-	if latest.err != nil {
-		t.Fatalf("latest-value subscriber: %v after %d messages, want it connected to the end", latest.err, latest.got)
-	}
-	if n := len(latest.seqs); n == 0 || latest.seqs[n-1] != messages-1 {
-		t.Fatalf("latest-value subscriber's last message %v, want %d, the last published", latest.seqs[max(n-1, 0):], messages-1)
-	}
-	skipped := false
-	for i := 1; i < len(latest.seqs); i++ {
-		if latest.seqs[i] <= latest.seqs[i-1] {
-			t.Fatalf("latest-value subscriber read %d after %d, want increasing states", latest.seqs[i], latest.seqs[i-1])
-		}
-		skipped = skipped || latest.seqs[i] > latest.seqs[i-1]+1
-	}
-	// Once the publisher is done, what is left to read is what the
-	// sockets and the client library hold (go-stomp keeps 16 messages per
-	// subscription), never a backlog in the server: an ordinary queue
-	// of 64 frames would take its reader more than 12 s.
-	if !skipped || latest.got > messages/3 || latest.after > 40 {
-		t.Errorf("latest-value subscriber read %d of %d (skipping some: %v), %d once the publisher was done; want only recent states",
-			latest.got, messages, skipped, latest.after)
-	}
+	checkRecent(t, latest, messages)
 	if normal.err == nil {
 		t.Errorf("ordinary subscriber read all %d messages at 5/s, want it closed as a slow consumer", normal.got)
 	}
@@ -172,6 +206,31 @@ func TestLatestValueSlowReader(t *testing.T) {
 	}
 	if got := s.sum("stompgate_latest_replaced_total", `rule="game_state"`); got < float64(messages/2) {
 		t.Errorf(`latest_replaced_total{rule="game_state"} = %v, want most of the %d states`, got, messages)
+	}
+}
+
+// TestLatestValueAcrossInstances is the slow reader on instance b of
+// states published on instance a: they reach b through Redis and b's
+// broker, and are replaced there like local ones.
+func TestLatestValueAcrossInstances(t *testing.T) {
+	const messages = 3 * statesRate
+	rs := testredis.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var c cluster
+	for range 2 {
+		base, a := startAppWith(t, gameRules(0), "-redis-url", rs.URL(), "-relay", "redis",
+			"-send-limit", "100", "-socket-send-buffer", "4096")
+		c.bases, c.apps = append(c.bases, base), append(c.apps, a)
+	}
+	const dest = "/topic/game.state"
+	run := newStatesRun(t, wsURL(c.bases[0]), wsURL(c.bases[1]), dest)
+	c.waitRelaySubscribed(t, rdb, dest, false)
+	r := run.run(t, messages)
+	t.Logf("read %d of %d, %d of them once the publisher was done", r.got, messages, r.after)
+	checkRecent(t, r, messages)
+	if got := scrape(t, c.bases[1]).sum("stompgate_latest_replaced_total", `rule="game_state"`); got < float64(messages/2) {
+		t.Errorf(`instance b: latest_replaced_total{rule="game_state"} = %v, want most of the %d states`, got, messages)
 	}
 }
 
