@@ -270,9 +270,14 @@ type Config struct {
 	// destination), and must be safe for concurrent use. A subscription
 	// keeps the options it was made with: rules that change apply to
 	// later SUBSCRIBEs. The cap counts this server's subscriptions of the
-	// destination (a user destination's, those of one principal). Nil:
-	// every destination has the zero options.
+	// destination (a user destination's, those of one principal), or with
+	// SubscriberSlots every instance's. Nil: every destination has the
+	// zero options.
 	Destinations func(dest string) DestinationOptions
+	// SubscriberSlots, if not nil, holds DestinationOptions.MaxSubscribers
+	// across every instance sharing it, counted by broker destination.
+	// Nil: each server caps its own subscriptions.
+	SubscriberSlots SubscriberSlots
 }
 
 // Relay carries messages that passed the chain to other instances. The

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/stompgate/stompgate/broker"
@@ -38,6 +39,19 @@ type DestinationObserver interface {
 	SubscriberCapRefused(rule string)
 }
 
+// SubscriberSlots holds the subscriber caps of destinations across
+// instances (Config.SubscriberSlots), for example as leases in a store
+// every instance shares. Acquire takes one of the max places of dest,
+// the broker destination a SUBSCRIBE is for: ok false when all are
+// taken. When ok, release gives the place back; the server calls it once,
+// when the subscription ends (UNSUBSCRIBE, or its session's end however
+// it ends). An error means the store could not decide: the server then
+// decides on its own count. Acquire runs on the subscribing session's
+// reader and must bound its own wait; it must be safe for concurrent use.
+type SubscriberSlots interface {
+	Acquire(ctx context.Context, dest string, max int) (release func(), ok bool, err error)
+}
+
 // destinationOptions returns dest's options: Config.Destinations' answer,
 // or the zero options without one.
 func (s *Server) destinationOptions(dest string) DestinationOptions {
@@ -52,8 +66,26 @@ func (s *Server) destinationOptions(dest string) DestinationOptions {
 // limit reached" (receipt-id set when the SUBSCRIBE asked for a receipt)
 // and a close, as STOMP 1.2 "ERROR" requires of the server. dest is the
 // destination the client named.
+//
+// With Config.SubscriberSlots the cap holds across instances: a place
+// is taken there first, and the broker's own count, which can only be
+// lower, still guards this server.
 func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, dest, receipt string) (end bool) {
-	if _, ok := s.srv.cfg.Broker.SubscribeMax(sub, opts.MaxSubscribers); !ok {
+	var release func()
+	ok := true
+	if slots := s.srv.cfg.SubscriberSlots; slots != nil && opts.MaxSubscribers > 0 {
+		var err error
+		release, ok, err = slots.Acquire(context.Background(), sub.Destination, opts.MaxSubscribers)
+		if err != nil {
+			release, ok = nil, true
+		}
+	}
+	if ok {
+		if _, ok = s.srv.cfg.Broker.SubscribeMax(sub, opts.MaxSubscribers); !ok && release != nil {
+			release()
+		}
+	}
+	if !ok {
 		if d := s.srv.dest; d != nil {
 			d.SubscriberCapRefused(opts.Rule)
 		}
@@ -65,5 +97,21 @@ func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, d
 		s.subs = make(map[string]*broker.Subscription)
 	}
 	s.subs[sub.ID] = sub
+	if release != nil {
+		if s.slots == nil {
+			s.slots = make(map[string]func())
+		}
+		s.slots[sub.ID] = release
+	}
 	return false
+}
+
+// unsubscribe removes sub, the subscription id, from the broker and gives
+// back its place in SubscriberSlots if it holds one.
+func (s *session) unsubscribe(id string, sub *broker.Subscription) {
+	s.srv.cfg.Broker.Unsubscribe(sub)
+	if release := s.slots[id]; release != nil {
+		delete(s.slots, id)
+		release()
+	}
 }

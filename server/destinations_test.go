@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -181,4 +183,87 @@ func TestSubscriberCapConcurrent(t *testing.T) {
 	if n := ts.cfg.Broker.Subscribers("/topic/room"); n != max {
 		t.Errorf("Subscribers = %d, want %d", n, max)
 	}
+}
+
+// memorySlots is a SubscriberSlots two servers share, as instances share
+// a store; with fail set it cannot decide.
+type memorySlots struct {
+	mu   sync.Mutex
+	held map[string]int
+	fail bool
+}
+
+func (m *memorySlots) Acquire(_ context.Context, dest string, max int) (func(), bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail {
+		return nil, false, errors.New("store unreachable")
+	}
+	if m.held[dest] >= max {
+		return nil, false, nil
+	}
+	m.held[dest]++
+	released := false
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if released {
+			panic("released twice")
+		}
+		released = true
+		m.held[dest]--
+	}, true, nil
+}
+
+func (m *memorySlots) heldOf(dest string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held[dest]
+}
+
+// TestSubscriberSlots caps /topic/room at 2 across two servers sharing
+// their slots: one subscriber on each fills it, a third on either is
+// refused, an UNSUBSCRIBE and a dropped connection each give their place
+// back, and a store that cannot decide leaves each server its own cap.
+func TestSubscriberSlots(t *testing.T) {
+	slots := &memorySlots{held: map[string]int{}}
+	a := startServer(t, Config{Destinations: stateRules(2), SubscriberSlots: slots})
+	b := startServer(t, Config{Destinations: stateRules(2), SubscriberSlots: slots})
+	refused := func(ts *testServer) {
+		t.Helper()
+		c := dialRaw(t, ts.url)
+		c.Connect()
+		c.Send("SUBSCRIBE\nid:0\ndestination:/topic/room\nreceipt:r\n\n\x00")
+		if f := c.Expect("ERROR"); f.Get("message") != "subscriber limit reached" || f.Get("receipt-id") != "r" {
+			t.Errorf("ERROR %v, want subscriber limit reached for receipt r", f.Headers)
+		}
+		c.ExpectClosed()
+	}
+	onA := subscribeRaw(t, a.url, "/topic/room")
+	onB := subscribeRaw(t, b.url, "/topic/room")
+	refused(a)
+	refused(b)
+	if n := slots.heldOf("/topic/room"); n != 2 {
+		t.Fatalf("slots held %d, want 2", n)
+	}
+
+	onA.Send("UNSUBSCRIBE\nid:0\nreceipt:u\n\n\x00")
+	onA.Expect("RECEIPT")
+	if n := slots.heldOf("/topic/room"); n != 1 {
+		t.Fatalf("slots held %d after UNSUBSCRIBE, want 1", n)
+	}
+	subscribeRaw(t, a.url, "/topic/room")
+	refused(b)
+
+	_ = onB.WS.CloseNow()
+	waitFor(t, func() bool { return slots.heldOf("/topic/room") == 1 })
+	subscribeRaw(t, b.url, "/topic/room")
+	refused(a)
+
+	// Without a store's answer, b decides alone: it holds 1 of its 2.
+	slots.mu.Lock()
+	slots.fail = true
+	slots.mu.Unlock()
+	subscribeRaw(t, b.url, "/topic/room")
+	refused(b)
 }

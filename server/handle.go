@@ -330,7 +330,7 @@ func (s *session) onUnsubscribe(f *stompframe.Frame) {
 		return
 	}
 	delete(s.subs, id)
-	s.srv.cfg.Broker.Unsubscribe(sub)
+	s.unsubscribe(id, sub)
 }
 
 func (s *session) receiptFrame(id string) []byte {
