@@ -146,7 +146,9 @@
 // "session_cap"}):
 //
 //   - stompgate_session_cap_leases{scope} (gauge): session slots this
-//     instance holds, by scope (ip, principal).
+//     instance holds, by scope (ip, principal; destination: places of
+//     subscribers of destinations whose rule caps them, held across
+//     instances with -redis-url).
 //   - stompgate_session_cap_store_errors_total: failed Redis calls of the
 //     caps (acquire, release, lease renewal, probe).
 //   - stompgate_session_cap_leases_restored_total: leases renewal found

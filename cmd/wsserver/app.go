@@ -210,6 +210,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppHandler:           appHandler,
 		AppTimeout:           st.appTimeout,
 		Destinations:         st.destinationOptions,
+		SubscriberSlots:      a.subscriberSlots(),
 	})
 	if err != nil {
 		return err

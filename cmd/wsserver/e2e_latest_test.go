@@ -289,3 +289,48 @@ func TestSubscriberCapE2E(t *testing.T) {
 		return nil
 	})
 }
+
+// TestSubscriberCapAcrossInstances caps /topic/lobby at 2 on two
+// instances sharing a Redis: one subscriber on each fills the cap, a
+// third is refused on either, and an UNSUBSCRIBE on one instance frees a
+// place the other can take.
+func TestSubscriberCapAcrossInstances(t *testing.T) {
+	rs := testredis.Start(t)
+	var bases []string
+	for range 2 {
+		base, _ := startAppWith(t, gameRules(2), "-redis-url", rs.URL())
+		bases = append(bases, base)
+	}
+	refused := func(base string) {
+		t.Helper()
+		ws, _, err := dialWS(t, wsURL(base))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := stomptest.NewRaw(t, ws)
+		c.Connect()
+		c.Send("SUBSCRIBE\nid:0\ndestination:/topic/lobby\nreceipt:join\n\n\x00")
+		if f := c.Expect("ERROR"); f.Get("message") != "subscriber limit reached" || f.Get("receipt-id") != "join" {
+			t.Errorf("ERROR %v, want subscriber limit reached for receipt join", f.Headers)
+		}
+		c.ExpectClosed()
+	}
+	a := dialStomp(t, wsURL(bases[0]))
+	subA := subscribe(t, a, "/topic/lobby")
+	subscribe(t, dialStomp(t, wsURL(bases[1])), "/topic/lobby")
+	refused(bases[0])
+	refused(bases[1])
+
+	if err := subA.Unsubscribe(); err != nil {
+		t.Fatalf("UNSUBSCRIBE: %v", err)
+	}
+	subscribe(t, a, "/topic/elsewhere") // its RECEIPT follows the UNSUBSCRIBE
+	subscribe(t, dialStomp(t, wsURL(bases[1])), "/topic/lobby")
+	refused(bases[0])
+
+	for i, base := range bases {
+		if got := scrape(t, base).sum("stompgate_subscriber_cap_refusals_total", `rule="lobby"`); got < 1 {
+			t.Errorf(`instance %d: subscriber_cap_refusals_total{rule="lobby"} = %v, want at least 1`, i, got)
+		}
+	}
+}
