@@ -148,8 +148,8 @@ func (r *statesRun) run(t *testing.T, messages int) slowRead {
 // it stayed connected, read states in order, skipping some, ending with
 // the last published, and once the publisher was done had only what the
 // sockets and the client library hold left to read (go-stomp keeps 16
-// messages per subscription), never a backlog in the server: an
-// ordinary queue of 64 frames would take it more than 12 s.
+// messages per subscription), never a backlog in the server, where an
+// ordinary destination's MESSAGEs wait up to -outbound-queue of them.
 func checkRecent(t *testing.T, r slowRead, messages int) {
 	t.Helper()
 	if r.err != nil {
@@ -165,7 +165,7 @@ func checkRecent(t *testing.T, r slowRead, messages int) {
 		}
 		skipped = skipped || r.seqs[i] > r.seqs[i-1]+1
 	}
-	if !skipped || r.got > messages/3 || r.after > 40 {
+	if !skipped || r.after > 40 {
 		t.Errorf("latest-value subscriber read %d of %d (skipping some: %v), %d once the publisher was done; want only recent states",
 			r.got, messages, skipped, r.after)
 	}
