@@ -309,10 +309,12 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 			return true
 		}
 		user = dest
-		to = &userSubscriber{s: s, dest: dest}
 	}
-	if opts.Latest {
+	switch {
+	case opts.Latest:
 		to = &latestSubscriber{s: s, user: user, rule: opts.Rule}
+	case user != "":
+		to = &userSubscriber{s: s, dest: user}
 	}
 	sub := broker.NewSubscription(id, internal, ack, s.version, to)
 	return s.subscribe(sub, opts, dest, receipt)
