@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -266,4 +267,35 @@ func TestSubscriberSlots(t *testing.T) {
 	slots.mu.Unlock()
 	subscribeRaw(t, b.url, "/topic/room")
 	refused(b)
+}
+
+// TestLatestUserDestination: a user destination can be latest-value too;
+// the waiting MESSAGE is the newest and carries the destination the
+// client subscribed to.
+func TestLatestUserDestination(t *testing.T) {
+	ts := startListeningServer(t, Config{
+		SocketSendBuffer: minSocketSendBuffer, WriteTimeout: time.Minute,
+		Destinations: func(dest string) DestinationOptions {
+			return DestinationOptions{Rule: "mine", Latest: dest == "/user/queue/state"}
+		},
+	}, nil)
+	_, id := dialStuck(t, ts.url, "/user/queue/state")
+	body := []byte(strings.Repeat("u", 4<<10))
+	const states = 200
+	for i := range states {
+		copy(body, fmt.Sprintf("%06d", i))
+		if _, n := ts.Publish(UserDestination("anonymous-"+id, "state"), nil, body); n != 1 {
+			t.Fatalf("state %d delivered to %d, want 1", i, n)
+		}
+	}
+	s := ts.session(t, id)
+	s.box.mu.Lock()
+	q := slices.Clone(s.box.queue)
+	s.box.mu.Unlock()
+	if len(q) != 1 || string(q[0].msg.Body()[:6]) != fmt.Sprintf("%06d", states-1) || q[0].msg.Destination != "/user/queue/state" {
+		t.Fatalf("queue %d items, want 1: the newest state to /user/queue/state", len(q))
+	}
+	if n := ts.obs.count(ts.obs.replaced, "mine"); n < states-20 {
+		t.Errorf("replaced{mine} = %d, want most of the %d states", n, states)
+	}
 }
