@@ -84,9 +84,11 @@ type latestSlot struct {
 // not check the bounds (see above) and refuses (ok false) only when the
 // outbox is closed.
 func (o *outbox) offerLatest(slot *latestSlot, it outItem, size int) (p pushed, replaced, ok bool) {
+	// No defer: this is the hot path of every latest-value delivery, as
+	// Deliver's is of the others.
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	if o.closed {
+		o.mu.Unlock()
 		return p, false, false
 	}
 	if slot.pending && slot.seq >= o.taken {
@@ -95,9 +97,12 @@ func (o *outbox) offerLatest(slot *latestSlot, it outItem, size int) (p pushed, 
 			o.queuedBytes += size - itemSize(q)
 			q.msg = it.msg
 			p.total = o.recountLocked()
+			o.mu.Unlock()
 			return p, true, true
 		}
 	}
 	slot.seq, slot.pending = o.taken+uint64(len(o.queue)), true
-	return o.pushLocked(it, size), false, true
+	p = o.pushLocked(it, size)
+	o.mu.Unlock()
+	return p, false, true
 }
