@@ -21,7 +21,8 @@ type DestinationOptions struct {
 	// before it is written (see Config.Destinations).
 	Latest bool
 	// MaxSubscribers is the most subscriptions the destination may have
-	// on this server; the next SUBSCRIBE is refused with ERROR
+	// on this server, or on every instance together with
+	// Config.SubscriberSlots; the next SUBSCRIBE is refused with ERROR
 	// "subscriber limit reached" and a close. 0 or negative: no cap.
 	MaxSubscribers int
 }
