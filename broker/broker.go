@@ -122,6 +122,17 @@ func (b *Broker) NextID() string {
 // destination's first subscription. It costs O(1) whatever the number of
 // subscriptions on the destination.
 func (b *Broker) Subscribe(sub *Subscription) (first bool) {
+	first, _ = b.SubscribeMax(sub, 0)
+	return first
+}
+
+// SubscribeMax is Subscribe for a destination that may hold at most max
+// subscriptions (0: no cap): when it already holds max, sub is not added
+// and ok is false. The count and the add are one step under the
+// destination's locks, so concurrent calls never take it past max; an
+// Unsubscribe frees the place at once. It costs O(1) whatever the number
+// of subscriptions on the destination.
+func (b *Broker) SubscribeMax(sub *Subscription, max int) (first, ok bool) {
 	sh := b.shard(sub.Destination)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -132,6 +143,12 @@ func (b *Broker) Subscribe(sub *Subscription) (first bool) {
 		first = true
 	}
 	t.mu.Lock()
+	if max > 0 && len(t.subs) >= max {
+		t.mu.Unlock()
+		// A topic that exists holds at least one subscription, so a
+		// refusal never leaves an empty one behind.
+		return false, false
+	}
 	sub.index = len(t.subs)
 	t.subs = append(t.subs, sub)
 	t.snap.Store(nil)
@@ -139,7 +156,7 @@ func (b *Broker) Subscribe(sub *Subscription) (first bool) {
 	if first && b.hooks != nil {
 		b.hooks.FirstSubscriber(sub.Destination)
 	}
-	return first
+	return first, true
 }
 
 // Unsubscribe removes sub from its destination. It reports whether sub was

@@ -88,7 +88,7 @@ func TestBoundedCardinality(t *testing.T) {
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
 		len(appBoundLabels) + // app backlog refusals
 		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults + // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
-		2 + len(reloadResultLabels) // rule drops (default, other), policy reloads
+		3*2 + len(reloadResultLabels) // rule drops, latest-value replacements and subscriber cap refusals (default, other each), policy reloads
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -124,6 +124,8 @@ func TestBoundedCardinality(t *testing.T) {
 		m.APIRequest(word(), rng.IntN(1000))
 		m.AppHandled(word())
 		m.PrincipalLimitDecision(rng.IntN(2) == 0, word())
+		m.LatestReplaced(word())
+		m.SubscriberCapRefused(word())
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

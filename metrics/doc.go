@@ -53,7 +53,8 @@
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,
 //     client_gone, token_expired, control_flood, ping_timeout,
-//     session_cap, backend_error, disconnected, outbound_budget, other).
+//     session_cap, backend_error, disconnected, outbound_budget,
+//     subscriber_cap, other).
 //   - stompgate_panics_recovered_total: panics recovered at the session
 //     boundary.
 //   - stompgate_reader_pauses_total: times a session stopped reading
@@ -119,6 +120,14 @@
 //     writing, the server-wide bound on them, and sessions closed,
 //     largest backlogs first, because the total went over it; exposed by
 //     NewOutboundCollector.
+//   - stompgate_latest_replaced_total{rule}: MESSAGEs of latest-value
+//     destinations that replaced one still waiting to be written to a
+//     slow subscriber, by destination rule (its name, other when the
+//     policy loaded at start or reloaded did not name it).
+//   - stompgate_subscriber_cap_refusals_total{rule}: SUBSCRIBEs refused,
+//     with ERROR "subscriber limit reached" and a close, because the
+//     destination had its rule's most subscribers on this instance; each
+//     is also counted in stompgate_sessions_closed_total{reason="subscriber_cap"}.
 //
 // Handshakes and the per-IP handshake limiter:
 //
@@ -155,7 +164,9 @@
 // "session_cap"}):
 //
 //   - stompgate_session_cap_leases{scope} (gauge): session slots this
-//     instance holds, by scope (ip, principal).
+//     instance holds, by scope (ip, principal; destination: places of
+//     subscribers of destinations whose rule caps them, held across
+//     instances with -redis-url).
 //   - stompgate_session_cap_store_errors_total: failed Redis calls of the
 //     caps (acquire, release, lease renewal, probe).
 //   - stompgate_session_cap_leases_restored_total: leases renewal found

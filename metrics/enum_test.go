@@ -14,6 +14,7 @@ func TestEnumLabels(t *testing.T) {
 	}{
 		{sessioncap.ScopeIP, CapScopeIP},
 		{sessioncap.ScopePrincipal, CapScopePrincipal},
+		{outcome.CapScopeDestination, CapScopeDestination},
 		{labelOther, CapScopeOther},
 		{"", CapScopeOther},
 		{"IP", CapScopeOther},

@@ -193,6 +193,8 @@ func TestNilMetrics(t *testing.T) {
 	m.ProtocolErrorClose("malformed")
 	m.Delivered("/topic/a", 3)
 	m.SlowConsumerDisconnect()
+	m.LatestReplaced("r")
+	m.SubscriberCapRefused("r")
 }
 
 func TestNewRegistry(t *testing.T) {
@@ -242,6 +244,35 @@ func TestDocListsEveryMetric(t *testing.T) {
 	for name := range gather(t, reg) {
 		if !strings.Contains(string(doc), name) {
 			t.Errorf("doc.go does not describe %s", name)
+		}
+	}
+}
+
+// Rule names get series of their own once SetRules resolves them; a
+// rule not named counts as "other", for every per-rule metric.
+func TestRules(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	m.SetRules([]string{"game_state", "lobby"})
+	m.LatestReplaced("game_state")
+	m.LatestReplaced("game_state")
+	m.LatestReplaced("added_by_reload")
+	m.SubscriberCapRefused("lobby")
+	m.SubscriberCapRefused("")
+	m.RuleFramesDropped("lobby", 3)
+	for _, c := range []struct {
+		name, rule string
+		want       float64
+	}{
+		{"stompgate_latest_replaced_total", "game_state", 2},
+		{"stompgate_latest_replaced_total", "lobby", 0},
+		{"stompgate_latest_replaced_total", "other", 1},
+		{"stompgate_subscriber_cap_refusals_total", "lobby", 1},
+		{"stompgate_subscriber_cap_refusals_total", "other", 1},
+		{"stompgate_rule_frames_dropped_total", "lobby", 3},
+	} {
+		if got := sample(t, reg, c.name, "rule", c.rule); got != c.want {
+			t.Errorf(`%s{rule=%q} = %v, want %v`, c.name, c.rule, got, c.want)
 		}
 	}
 }

@@ -53,8 +53,9 @@ func TestRuleLabelsBounded(t *testing.T) {
 		m.SetRules([]string{name})
 		m.RuleFramesDropped(name, 1)
 	}
-	// default was resolved at New, so MaxRuleLabels-1 names got series.
-	if got, want := seriesCount(t, reg)-before, MaxRuleLabels-1; got != want {
+	// default was resolved at New, so MaxRuleLabels-1 names got series,
+	// three each (drops, latest-value replacements, cap refusals).
+	if got, want := seriesCount(t, reg)-before, 3*(MaxRuleLabels-1); got != want {
 		t.Errorf("%d new series, want %d", got, want)
 	}
 	if got := sample(t, reg, "stompgate_rule_frames_dropped_total", "rule", "other"); got != 101 {

@@ -19,6 +19,9 @@ const (
 	// CapScopePrincipal: sessions per authenticated principal, checked at
 	// CONNECT.
 	CapScopePrincipal
+	// CapScopeDestination: subscriptions per destination, checked at
+	// SUBSCRIBE.
+	CapScopeDestination
 )
 
 // The scopes come from package outcome, where package sessioncap takes

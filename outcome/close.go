@@ -104,3 +104,9 @@ var (
 	// largest; its queue is discarded before the ERROR.
 	CloseOutboundBudget = defineClose("outbound_budget", codePolicyViolation, "slow consumer")
 )
+
+// CloseSubscriberCap: a SUBSCRIBE found its destination already holding
+// the most subscribers its rule allows. STOMP 1.2 has the server close
+// the connection after an ERROR frame, so the session ends; the
+// client's other subscriptions go with it.
+var CloseSubscriberCap = defineClose("subscriber_cap", codePolicyViolation, "subscriber limit reached")

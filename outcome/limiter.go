@@ -63,10 +63,13 @@ const (
 	// CapScopePrincipal: sessions per authenticated principal, checked at
 	// CONNECT.
 	CapScopePrincipal = "principal"
+	// CapScopeDestination: subscriptions per destination, checked at
+	// SUBSCRIBE against the destination rule's subscriber cap.
+	CapScopeDestination = "destination"
 )
 
 // CapScopes returns every cap scope. The slice is a fresh copy.
-func CapScopes() []string { return []string{CapScopeIP, CapScopePrincipal} }
+func CapScopes() []string { return []string{CapScopeIP, CapScopePrincipal, CapScopeDestination} }
 
 // The per-client limits that key an IPv6 client by its prefix
 // (stompgate_ipv6_prefix_refusals_total{limit}).

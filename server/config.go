@@ -262,6 +262,22 @@ type Config struct {
 	// AppTimeout bounds one AppHandler call. Default DefaultAppTimeout;
 	// negative is an error.
 	AppTimeout time.Duration
+
+	// Destinations returns the options of a destination (a policy's
+	// rules): latest-value delivery and a cap on its subscribers. It is
+	// called once per SUBSCRIBE, on the session's reader, with the
+	// destination the client named ("/user/queue/<name>" for a user
+	// destination), and must be safe for concurrent use. A subscription
+	// keeps the options it was made with: rules that change apply to
+	// later SUBSCRIBEs. The cap counts this server's subscriptions of the
+	// destination (a user destination's, those of one principal), or with
+	// SubscriberSlots every instance's. Nil: every destination has the
+	// zero options.
+	Destinations func(dest string) DestinationOptions
+	// SubscriberSlots, if not nil, holds DestinationOptions.MaxSubscribers
+	// across every instance sharing it, counted by broker destination.
+	// Nil: each server caps its own subscriptions.
+	SubscriberSlots SubscriberSlots
 }
 
 // Relay carries messages that passed the chain to other instances. The

@@ -49,6 +49,12 @@
 //   - App destinations (Config.AppPrefix, "/app/"): a SEND there goes to
 //     Config.AppHandler, the program's backend, instead of subscribers;
 //     its RECEIPT follows the handler's success (see AppHandler).
+//   - Destination options (Config.Destinations, read at SUBSCRIBE):
+//     latest-value delivery, where a subscriber holds at most one waiting
+//     MESSAGE of the subscription and a newer one replaces it (latest.go),
+//     and a cap on a destination's subscribers, over which a SUBSCRIBE
+//     gets ERROR "subscriber limit reached" and, as "ERROR" requires, a
+//     close; Config.SubscriberSlots makes the cap hold across instances.
 //
 // A program publishes with Server.Publish, lists a principal's sessions
 // with Server.SessionsOf and ends sessions with Server.Disconnect.

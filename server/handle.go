@@ -296,24 +296,28 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 	}
 	ack, _ := broker.ParseAckMode(f.Get("ack"))
 	dest := f.Get("destination")
+	opts := s.srv.destinationOptions(dest)
 	var to broker.Subscriber = s
+	internal := dest
+	user := ""
 	if strings.HasPrefix(dest, UserPrefix) {
-		internal, ok := s.userSubscription(dest)
+		var ok bool
+		internal, ok = s.userSubscription(dest)
 		if !ok {
 			s.protocolError(frameError{kind: outcome.RejectPermission.String(), message: "permission denied",
 				detail: fmt.Sprintf("SUBSCRIBE to %q: user destinations are subscribed to as %s<name>", dest, userQueuePrefix)}, receipt)
 			return true
 		}
-		to = &userSubscriber{s: s, dest: dest}
-		dest = internal
+		user = dest
 	}
-	sub := broker.NewSubscription(id, dest, ack, s.version, to)
-	if s.subs == nil {
-		s.subs = make(map[string]*broker.Subscription)
+	switch {
+	case opts.Latest:
+		to = &latestSubscriber{s: s, user: user, rule: opts.Rule}
+	case user != "":
+		to = &userSubscriber{s: s, dest: user}
 	}
-	s.subs[id] = sub
-	s.srv.cfg.Broker.Subscribe(sub)
-	return false
+	sub := broker.NewSubscription(id, internal, ack, s.version, to)
+	return s.subscribe(sub, opts, dest, receipt)
 }
 
 func (s *session) onUnsubscribe(f *stompframe.Frame) {
@@ -328,7 +332,7 @@ func (s *session) onUnsubscribe(f *stompframe.Frame) {
 		return
 	}
 	delete(s.subs, id)
-	s.srv.cfg.Broker.Unsubscribe(sub)
+	s.unsubscribe(id, sub)
 }
 
 func (s *session) receiptFrame(id string) []byte {

@@ -29,7 +29,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 // listener the server is served on from the test's own.
 func startServerWith(t *testing.T, cfg Config, listen func(*Server, net.Listener) net.Listener) *testServer {
 	t.Helper()
-	obs := &countingObserver{closed: map[string]int{}, protocol: map[string]int{}}
+	obs := &countingObserver{closed: map[string]int{}, protocol: map[string]int{}, replaced: map[string]int{}, capRefused: map[string]int{}}
 	if cfg.Observer == nil {
 		cfg.Observer = obs
 	}
@@ -73,6 +73,30 @@ type countingObserver struct {
 	panics    int
 	paused    int
 	hbCapped  int
+	// replaced and capRefused count DestinationObserver's events by rule.
+	replaced   map[string]int
+	capRefused map[string]int
+}
+
+var _ DestinationObserver = (*countingObserver)(nil)
+
+func (o *countingObserver) LatestReplaced(rule string) {
+	o.mu.Lock()
+	o.replaced[rule]++
+	o.mu.Unlock()
+}
+
+func (o *countingObserver) SubscriberCapRefused(rule string) {
+	o.mu.Lock()
+	o.capRefused[rule]++
+	o.mu.Unlock()
+}
+
+// count returns the count of rule in one of the observer's maps.
+func (o *countingObserver) count(m map[string]int, rule string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return m[rule]
 }
 
 func (o *countingObserver) SessionOpened()               { o.mu.Lock(); o.opened++; o.mu.Unlock() }

@@ -34,14 +34,20 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 	p := o.pushLocked(outItem{msg: m, sub: sub}, size)
 	o.mu.Unlock()
 	s.startWriter(p, b)
-	// p.total is 0 unless this delivery moved the server's count, which
-	// most do not (see recountLocked).
+	s.checkBudget(p)
+	return true
+}
+
+// checkBudget sheds the largest backlogs when a push took the server's
+// outbound total over its limit. p.total is 0 unless the push moved the
+// server's count, which most do not (see recountLocked), so the check
+// stays small enough to inline.
+func (s *session) checkBudget(p pushed) {
 	if p.total != 0 {
 		if limit := s.srv.out.limit; limit > 0 && p.total > limit {
 			s.srv.shed()
 		}
 	}
-	return true
 }
 
 // slowConsumer starts the writer that sends a slow consumer's close, and

@@ -58,6 +58,10 @@ type outbox struct {
 	drained     *sync.Cond // on mu, made when someone first waits: the writer finished a batch, or closed
 	counted     int        // the part of queuedBytes+inflightB in budget.total (see recountLocked)
 	releasing   bool       // closed as a slow consumer: counted is also in budget.releasing
+	// taken counts the items ever taken from the front of queue, by the
+	// writer or discarded (less those put back), so that taken+i names
+	// queue[i] for as long as it is queued (see latestSlot).
+	taken uint64
 }
 
 // init readies o with the server's bounds and budget.
@@ -265,6 +269,7 @@ func (o *outbox) pushLocked(it outItem, size int) (p pushed) {
 // discardQueueLocked drops what is queued and not yet taken by the
 // writer, for an end that will not flush it.
 func (o *outbox) discardQueueLocked() {
+	o.taken += uint64(len(o.queue))
 	clear(o.queue)
 	o.queue = o.queue[:0]
 	o.queuedBytes = 0
@@ -329,6 +334,7 @@ func (o *outbox) putBack(items []outItem) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.queue = append(items, o.queue...)
+	o.taken -= uint64(len(items))
 	o.queuedBytes += o.inflightB
 	o.inflight, o.inflightB = 0, 0
 }
@@ -368,6 +374,7 @@ func (o *outbox) idleLocked() bool {
 func (o *outbox) takeLocked(spare []outItem) []outItem {
 	items := o.queue
 	o.queue = spare
+	o.taken += uint64(len(items))
 	o.inflight, o.inflightB = len(items), o.queuedBytes
 	o.queuedBytes = 0
 	return items
@@ -389,6 +396,7 @@ func (o *outbox) takeBatchLocked(spare []outItem) []outItem {
 		spare = newQueue()
 	}
 	items := append(spare[:0], o.queue[:n]...)
+	o.taken += uint64(n)
 	k := copy(o.queue, o.queue[n:])
 	clear(o.queue[k:])
 	o.queue = o.queue[:k]

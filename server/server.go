@@ -44,6 +44,9 @@ type Server struct {
 	// input is Config.Observer when it also counts inbound-budget
 	// pauses (InputObserver), resolved once; nil otherwise.
 	input InputObserver
+	// dest is Config.Observer when it also counts what destination
+	// options do (DestinationObserver), resolved once; nil otherwise.
+	dest DestinationObserver
 
 	// origins logs the handshakes refused as cross-origin.
 	origins originLog
@@ -70,6 +73,7 @@ func New(cfg Config) (*Server, error) {
 	s.backend, _ = c.Observer.(BackendObserver)
 	s.backlog, _ = c.Observer.(AppBacklogObserver)
 	s.input, _ = c.Observer.(InputObserver)
+	s.dest, _ = c.Observer.(DestinationObserver)
 	s.reg.init()
 	return s, nil
 }

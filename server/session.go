@@ -39,6 +39,7 @@ type session struct {
 	connected  atomic.Bool
 	dec        *stompframe.Decoder
 	subs       map[string]*broker.Subscription
+	slots      map[string]func() // by subscription id: what gives back its SubscriberSlots place
 	txs        map[string]*transaction
 	txBytes    int                       // bytes held by all open transactions
 	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
@@ -142,8 +143,8 @@ func (s *session) serve() {
 	s.box.writers.Wait()
 	_ = s.conn.CloseNow()
 
-	for _, sub := range s.subs {
-		s.srv.cfg.Broker.Unsubscribe(sub)
+	for id, sub := range s.subs {
+		s.unsubscribe(id, sub)
 	}
 	s.discardTransactions()
 	s.srv.reg.remove(s)

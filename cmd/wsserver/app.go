@@ -234,6 +234,8 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppPrefix:            st.appPrefix,
 		AppHandler:           appHandler,
 		AppTimeout:           st.appTimeout,
+		Destinations:         a.destinationOptions,
+		SubscriberSlots:      a.subscriberSlots(),
 	})
 	if err != nil {
 		return err

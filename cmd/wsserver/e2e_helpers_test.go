@@ -97,6 +97,24 @@ func startApp(t *testing.T, args ...string) (string, *app) {
 // startAppEnv is startApp with environment variables (WSSERVER_*).
 func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *app) {
 	t.Helper()
+	return startAppWith(t, appOptions{env: env}, args...)
+}
+
+// appOptions are what startAppWith takes beyond the flags.
+type appOptions struct {
+	env map[string]string // WSSERVER_* variables
+	// edit, when not nil, changes the settings once they are parsed and
+	// validated: for what no flag sets.
+	edit func(*settings)
+	// listen serves through the server's own Listener, as run does, so
+	// that accepted sockets get -socket-send-buffer.
+	listen bool
+}
+
+// startAppWith is startApp with o.
+func startAppWith(t *testing.T, o appOptions, args ...string) (string, *app) {
+	t.Helper()
+	env := o.env
 	if !slices.Contains(args, "-policy") && env["WSSERVER_POLICY"] == "" {
 		args = append([]string{"-policy", testPolicyFile(t)}, args...)
 	}
@@ -107,12 +125,19 @@ func startAppEnv(t *testing.T, env map[string]string, args ...string) (string, *
 	if err := st.validate(); err != nil {
 		t.Fatalf("settings %q: %v", args, err)
 	}
+	if o.edit != nil {
+		o.edit(&st)
+	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a, err := newApp(&st, logger)
 	if err != nil {
 		t.Fatalf("newApp %q: %v", args, err)
 	}
-	hs := httptest.NewServer(a.handler)
+	hs := httptest.NewUnstartedServer(a.handler)
+	if o.listen {
+		hs.Listener = a.stomp.Listener(hs.Listener)
+	}
+	hs.Start()
 	admin := httptest.NewServer(a.admin)
 	registerAdmin(t, hs.URL, admin.URL)
 	t.Cleanup(func() {
