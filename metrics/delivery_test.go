@@ -85,7 +85,8 @@ func TestBoundedCardinality(t *testing.T) {
 		len(relayDropReasonLabels) + // relay disconnect requests dropped
 		len(procsReasonLabels) + // processor changes
 		len(apiEndpointLabels)*(len(apiCodes)+1) + len(appResultLabels) + 1 + // API requests, app messages, user deliveries
-		len(appBoundLabels) // app backlog refusals
+		len(appBoundLabels) + // app backlog refusals
+		len(admissionReasonLabels) + 1 // admission refusals, admissions
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}

@@ -104,6 +104,8 @@ type Metrics struct {
 	backend backendMetrics
 	input   inputMetrics
 
+	admission admissionMetrics
+
 	httpTimeouts []prometheus.Counter
 
 	prefixRefusals []prometheus.Counter
@@ -137,6 +139,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildInput(b)
 	m.buildBuildInfo(b, cfg.Build)
 	m.buildProcs(b)
+	m.buildAdmission(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err
