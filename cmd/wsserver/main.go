@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
+	st.applyMemoryLimit()
 	a, err := newApp(&st, logger)
 	if err != nil {
 		return err

@@ -101,6 +101,8 @@ type settings struct {
 	inboundSettings  // the per-session inbound budget (inbound.go)
 
 	relayTrustSettings // messages between instances (relaytrust.go)
+
+	admissionSettings // the instance admission (admission.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -174,6 +176,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.limiterFlags(fs)
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
+	s.admissionFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs
@@ -183,6 +186,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 // from its environment variable. An error names the setting.
 func (s *settings) parse(args []string, getenv func(string) string, out io.Writer) error {
 	s.flags = s.flagSet(out)
+	s.goMemLimit = getenv("GOMEMLIMIT")
 	return parseFlags(s.flags, args, getenv)
 }
 

@@ -106,6 +106,9 @@ func (s *settings) validate() error {
 	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}
+	if err := s.validateAdmission(); err != nil {
+		return err
+	}
 	if !validPath(s.wsPath) {
 		return badSetting("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
 	}
