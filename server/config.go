@@ -262,6 +262,16 @@ type Config struct {
 	// AppTimeout bounds one AppHandler call. Default DefaultAppTimeout;
 	// negative is an error.
 	AppTimeout time.Duration
+
+	// RetryRate is the rate, in sessions per second, at which the
+	// clients of the sessions a shutdown or a drain ends are meant to
+	// come back (to the instances left): the retry-after of their ERROR
+	// frames is drawn over a window as long as that rate needs for them.
+	// Zero means DefaultRetryRate; negative is an error.
+	RetryRate float64
+	// RetryAfterMax bounds that window and every retry-after the server
+	// announces. Zero means DefaultRetryAfterMax; negative is an error.
+	RetryAfterMax time.Duration
 }
 
 // Relay carries messages that passed the chain to other instances. The
@@ -375,6 +385,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if err := c.outboundDefaults(); err != nil {
+		return c, err
+	}
+	if err := c.retryDefaults(); err != nil {
 		return c, err
 	}
 	if c.Chain == nil {

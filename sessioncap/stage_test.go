@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
@@ -40,6 +41,10 @@ func TestPrincipalStage(t *testing.T) {
 	if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectSessionCap || r.Message != "too many sessions" {
 		t.Fatalf("alice's CONNECT 3 = %+v, want reject session_cap \"too many sessions\"", r)
 	}
+	// Only a session's end makes room: no time to retry at.
+	if r.RetryAfter != 0 {
+		t.Errorf("alice's CONNECT 3: RetryAfter %v, want none", r.RetryAfter)
+	}
 	// Other frames, other principals, anonymous ones and sessions with no
 	// principal yet pass untouched.
 	for _, tc := range []struct {
@@ -72,6 +77,35 @@ func TestPrincipalStage(t *testing.T) {
 	if _, err := NewPrincipalStage(PrincipalConfig{Limiter: l}); err == nil {
 		t.Error("NewPrincipalStage with Max 0: no error")
 	}
+}
+
+// TestPrincipalStageFailClosed: a cap that cannot be checked (Redis
+// unreachable, failing closed) refuses with a time to retry at, which the
+// ERROR frame carries as retry-after.
+func TestPrincipalStageFailClosed(t *testing.T) {
+	t.Parallel()
+	srv := testredis.Start(t)
+	l := newTestLimiter(t, srv.URL(), true, nil)
+	st, err := NewPrincipalStage(PrincipalConfig{Limiter: l, Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	// The first calls time out and admit (an outage alone locks nobody
+	// out) until the limiter has confirmed the outage and fails closed.
+	i := 0
+	poll.Until(t, 30*time.Second, func() error {
+		i++
+		s := &interceptor.Session{ID: fmt.Sprint(i), Principal: &interceptor.Principal{Name: "alice"}}
+		r := st.Handle(s, &stompframe.Frame{Command: stompframe.CommandConnect}, time.Unix(0, 0))
+		if r.Outcome != interceptor.Reject {
+			return fmt.Errorf("CONNECT %d with the cap unreachable: %+v", i, r)
+		}
+		if r.Reason != outcome.RejectSessionCap || r.RetryAfter != DefaultRetryAfter {
+			t.Fatalf("CONNECT with the cap unreachable = %+v, want a session_cap rejection with RetryAfter %v", r, DefaultRetryAfter)
+		}
+		return nil
+	})
 }
 
 // TestPrincipalStageDisplaces: at the cap, with Displace, a new session

@@ -214,6 +214,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppPrefix:            st.appPrefix,
 		AppHandler:           appHandler,
 		AppTimeout:           st.appTimeout,
+		// Clients of the sessions a shutdown ends come back as fast as
+		// this instance admits (zero: no rate, the server's default).
+		RetryRate:     st.admit.cfg.Rate,
+		RetryAfterMax: st.retryAfterMax,
 	})
 	if err != nil {
 		return err

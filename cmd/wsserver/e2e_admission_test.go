@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -317,5 +318,34 @@ func TestAdmissionDefaults(t *testing.T) {
 	expectStarts(t, "-memory-limit", "3GiB")
 	if got := debug.SetMemoryLimit(-1); got != 3<<30 {
 		t.Errorf("soft memory limit after -memory-limit 3GiB = %d", got)
+	}
+}
+
+// TestShutdownSaysWhenToComeBack: the sessions a shutdown ends get an
+// ERROR whose retry-after is drawn over the window the admission rate
+// needs for all of them (4 sessions at 1/s: 1 to 4 s), so their clients
+// do not all come back at once.
+func TestShutdownSaysWhenToComeBack(t *testing.T) {
+	base, a := startApp(t, "-trusted-proxies", "127.0.0.1/32", "-admit-rate", "1", "-admit-burst", "4")
+	var clients []*frameClient
+	for i := range 4 {
+		c := dialFrom(t, base, fmt.Sprintf("198.51.100.%d", 50+i))
+		c.Send(connectFrame(""))
+		if f := c.Read(); f.Command != "CONNECTED" {
+			t.Fatalf("session %d: %s %v", i, f.Command, f.Headers)
+		}
+		clients = append(clients, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	if err := a.stomp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range clients {
+		e := c.Expect("ERROR")
+		ra, err := strconv.Atoi(e.Get("retry-after"))
+		if e.Get("message") != "server shutting down" || err != nil || ra < 1 || ra > 4 {
+			t.Errorf("client %d: ERROR %q retry-after %q, want shutting down and 1 to 4", i, e.Get("message"), e.Get("retry-after"))
+		}
 	}
 }

@@ -16,7 +16,7 @@ func TestSeconds(t *testing.T) {
 		d    time.Duration
 		want int64
 	}{
-		{0, 1}, {-time.Second, 1}, {time.Millisecond, 1}, {time.Second, 1},
+		{0, 1}, {-time.Second, 1}, {time.Millisecond, 1}, {334 * time.Millisecond, 1}, {time.Second, 1},
 		{time.Second + 1, 2}, {1500 * time.Millisecond, 2}, {time.Minute, 60},
 	} {
 		if got := Seconds(c.d); got != c.want {
