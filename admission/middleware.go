@@ -103,6 +103,14 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.Release()
 		}
 	}
+	// A panic below never reaches the server's own release: give the
+	// slot back before net/http recovers it.
+	defer func() {
+		if p := recover(); p != nil {
+			release()
+			panic(p)
+		}
+	}()
 	r = r.WithContext(server.OnSessionEnd(r.Context(), release))
 	m.next.ServeHTTP(w, r)
 }

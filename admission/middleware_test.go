@@ -96,3 +96,23 @@ func TestIsUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// A panic below the middleware gives the slot back before it goes on up.
+func TestMiddlewareReleasesOnPanic(t *testing.T) {
+	g := newGate(t, Config{MaxSessions: 1})
+	h, err := Middleware(MiddlewareConfig{Gate: g}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on up")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	}()
+	if st := g.StateAt(t0); st.Sessions != 0 {
+		t.Errorf("sessions after the panic = %d, want 0", st.Sessions)
+	}
+}

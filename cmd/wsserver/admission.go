@@ -52,6 +52,10 @@ const admitRefillTime = 20
 // person notices.
 const minAdmitRate = 50
 
+// minMemoryLimit is the least -memory-limit: a Go program holds a few
+// MiB before it serves anything, so a smaller limit is a unit forgotten.
+const minMemoryLimit = 1 << 20
+
 // defaultMemoryAdmitThreshold is admission.DefaultMemoryThreshold.
 const defaultMemoryAdmitThreshold = admission.DefaultMemoryThreshold
 
@@ -149,6 +153,9 @@ func (s *settings) validateAdmission() error {
 		return badSetting("memory-admit-threshold", t, "must be above 0 and at most 1")
 	}
 	d.cfg.MemoryThreshold = s.memoryAdmitThreshold
+	if s.memoryLimit > 0 && s.memoryLimit < minMemoryLimit {
+		return badSetting("memory-limit", s.memoryLimit.String(), "must be 0 (none) or at least 1MiB: a smaller limit keeps the garbage collector running and refuses every session (a unit forgotten? 512MiB)")
+	}
 	d.cfg.MemoryLimit = uint64(s.memoryLimit)
 	d.setMemoryLimit = s.memoryLimit > 0
 	if s.memoryLimit == 0 {

@@ -277,6 +277,7 @@ func TestAdmissionSettingErrors(t *testing.T) {
 		{"threshold above 1", []string{"-memory-admit-threshold", "1.5"}, nil, "-memory-admit-threshold"},
 		{"threshold 0", []string{"-memory-admit-threshold", "0"}, nil, "-memory-admit-threshold"},
 		{"memory limit without a number", []string{"-memory-limit", "lots"}, nil, "-memory-limit"},
+		{"memory limit without its unit", []string{"-memory-limit", "512"}, nil, "-memory-limit"},
 		{"retry-after-max too long", []string{"-retry-after-max", "1h"}, nil, "-retry-after-max"},
 		{"retry-after-max below a second", []string{"-retry-after-max", "500ms"}, nil, "-retry-after-max"},
 		{"bad GOMEMLIMIT", nil, map[string]string{"GOMEMLIMIT": "much"}, "GOMEMLIMIT"},
