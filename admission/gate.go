@@ -80,8 +80,9 @@ type Decision struct {
 	Reason string
 	// RetryAfter is when the refused client should try again, in whole
 	// seconds, at least 1 s and at least the time the bucket needs for
-	// its next token (see the package comment for how it is drawn). Zero
-	// when admitted.
+	// its next token, at most Config.RetryAfterMax (which wins over the
+	// token when the rate is that slow; see the package comment for how
+	// it is drawn). Zero when admitted.
 	RetryAfter time.Duration
 }
 

@@ -217,8 +217,9 @@
 //     GETs of the WebSocket path) refused with 503 and a jittered
 //     Retry-After: sessions (-max-sessions held), rate (the -admit-rate
 //     bucket empty), memory (above -memory-admit-threshold of
-//     -memory-limit). Each handshake among them is also counted in
-//     stompgate_handshakes_total{result="rejected_admission"}.
+//     -memory-limit). Each is also counted in
+//     stompgate_handshakes_total{result="rejected_admission"}, as the
+//     handshake limit counts every request to the WebSocket path.
 //   - stompgate_admission_admitted_total: handshakes let through, each
 //     holding a token and a slot.
 //
