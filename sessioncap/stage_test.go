@@ -2,12 +2,12 @@ package sessioncap
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stompgate/stompgate/interceptor"
-	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
@@ -85,27 +85,29 @@ func TestPrincipalStage(t *testing.T) {
 func TestPrincipalStageFailClosed(t *testing.T) {
 	t.Parallel()
 	srv := testredis.Start(t)
-	l := newTestLimiter(t, srv.URL(), true, nil)
+	// Redis is tried again a minute after the outage began at the
+	// soonest: the CONNECT below meets the fallback's answer.
+	l, err := New(Config{FailClosed: true, RetryInterval: time.Minute, Logger: slog.New(slog.DiscardHandler),
+		Redis: newTestRedisStore(t, srv.URL(), RedisConfig{Logger: slog.New(slog.DiscardHandler)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
 	st, err := NewPrincipalStage(PrincipalConfig{Limiter: l, Max: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Kill()
-	// The first calls time out and admit (an outage alone locks nobody
-	// out) until the limiter has confirmed the outage and fails closed.
-	i := 0
-	poll.Until(t, 30*time.Second, func() error {
-		i++
-		s := &interceptor.Session{ID: fmt.Sprint(i), Principal: &interceptor.Principal{Name: "alice"}}
-		r := st.Handle(s, &stompframe.Frame{Command: stompframe.CommandConnect}, time.Unix(0, 0))
-		if r.Outcome != interceptor.Reject {
-			return fmt.Errorf("CONNECT %d with the cap unreachable: %+v", i, r)
-		}
-		if r.Reason != outcome.RejectSessionCap || r.RetryAfter != DefaultRetryAfter {
-			t.Fatalf("CONNECT with the cap unreachable = %+v, want a session_cap rejection with RetryAfter %v", r, DefaultRetryAfter)
-		}
-		return nil
-	})
+	// The refused connection puts the limiter in fallback, failing
+	// closed.
+	if _, d, err := l.Acquire(t.Context(), ScopeIP, "ws:192.0.2.10", 5); err != nil || d.Store != StoreNone {
+		t.Fatalf("acquire with Redis down: %+v, %v; want refused by none", d, err)
+	}
+	s := &interceptor.Session{ID: "1", Principal: &interceptor.Principal{Name: "alice"}}
+	r := st.Handle(s, &stompframe.Frame{Command: stompframe.CommandConnect}, time.Unix(0, 0))
+	if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectSessionCap || r.RetryAfter != DefaultRetryAfter {
+		t.Errorf("CONNECT with the cap unreachable = %+v, want a session_cap rejection with RetryAfter %v", r, DefaultRetryAfter)
+	}
 }
 
 // TestPrincipalStageDisplaces: at the cap, with Displace, a new session
