@@ -25,6 +25,9 @@ func ExampleMiddleware() {
 	h, err := handshake.Middleware(handshake.MiddlewareConfig{
 		Limiter: limiter,
 		Limit:   handshake.Limit{Name: "ws_handshake", Rate: 3000, Burst: 5},
+		// The earliest second of the Retry-After jitter, for a stable
+		// output; leave Rand nil to spread refused clients.
+		Rand: func() float64 { return 0 },
 	}, upgrade)
 	if err != nil {
 		fmt.Println(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/clientip"
+	"github.com/stompgate/stompgate/internal/retryafter"
 )
 
 // MiddlewareConfig configures Middleware. Limiter and Limit are required.
@@ -35,6 +36,10 @@ type MiddlewareConfig struct {
 	// busiest five); each refusal is counted by the Limiter's Observer.
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Rand returns uniform values in [0, 1) for the jitter of
+	// Retry-After. Nil means math/rand/v2's Float64; tests and examples
+	// fix it.
+	Rand func() float64
 }
 
 // Middleware returns a handler that rate-limits requests per client (an
@@ -43,9 +48,15 @@ type MiddlewareConfig struct {
 // A request over the limit gets 429 Too Many Requests with a short text
 // body, before any WebSocket work, and the headers
 //
-//	Retry-After: <seconds, rounded up, at least 1>
+//	Retry-After: <seconds: the bucket's true time rounded up, plus jitter>
 //	RateLimit-Policy: "<Limit.Name>";q=<Burst+1>;w=<window seconds>
 //	RateLimit: "<Limit.Name>";r=0;t=<seconds, as Retry-After>
+//
+// Retry-After is never below the time the bucket (or a ban) needs to let
+// the client through, rounded up to whole seconds, and is drawn uniformly
+// from a window above it (half of it, at least 1 s, at most 10 s; see
+// internal/retryafter), so that the clients refused in one instant come
+// back spread out rather than together.
 //
 // in the structured-field form of draft-ietf-httpapi-ratelimit-headers
 // (revisions 08 to 11: a List of quota policies named by a String, with
@@ -87,6 +98,7 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 		name:     name,
 		policy:   name + ";q=" + strconv.Itoa(cfg.Limit.Burst+1) + ";w=" + strconv.FormatInt(windowSeconds(cfg.Limit), 10),
 		refusals: &refusalLog{logger: cfg.Logger, now: time.Now},
+		rnd:      cfg.Rand,
 	}, nil
 }
 
@@ -106,6 +118,8 @@ type middleware struct {
 	policy string
 	// refusals writes rate-limited summaries of the 429s.
 	refusals *refusalLog
+	// rnd draws the jitter of Retry-After; nil: math/rand/v2.
+	rnd func() float64
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -135,22 +149,12 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *middleware) refuse(w http.ResponseWriter, res Result) {
-	secs := strconv.FormatInt(retryAfterSeconds(res.RetryAfter), 10)
+	secs := retryafter.Header(retryafter.Jittered(res.RetryAfter, m.rnd))
 	h := w.Header()
 	h.Set("Retry-After", secs)
 	h.Set("RateLimit-Policy", m.policy)
 	h.Set("RateLimit", m.name+";r=0;t="+secs)
 	http.Error(w, "too many requests, retry after "+secs+"s", http.StatusTooManyRequests)
-}
-
-// retryAfterSeconds rounds d up to whole seconds, at least 1: a refusal
-// never says "retry now".
-func retryAfterSeconds(d time.Duration) int64 {
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return max(s, 1)
 }
 
 // windowSeconds is the time an empty bucket takes to drain Burst+1

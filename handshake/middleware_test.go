@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -65,17 +66,21 @@ func TestMiddlewareSeventhRequest(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests {
 		t.Fatalf("7th request: status %d, want %d", w.Code, http.StatusTooManyRequests)
 	}
+	// 334ms, rounded up, with up to a second of jitter above it.
+	ra := w.Header().Get("Retry-After")
+	if ra != "1" && ra != "2" {
+		t.Errorf("7th request: Retry-After = %q, want 1 or 2", ra)
+	}
 	for header, want := range map[string]string{
-		"Retry-After":      "1", // 334ms, rounded up
 		"RateLimit-Policy": `"ws_handshake";q=6;w=2`,
-		"RateLimit":        `"ws_handshake";r=0;t=1`,
+		"RateLimit":        `"ws_handshake";r=0;t=` + ra,
 		"Content-Type":     "text/plain; charset=utf-8",
 	} {
 		if got := w.Header().Get(header); got != want {
 			t.Errorf("7th request: %s = %q, want %q", header, got, want)
 		}
 	}
-	if got, want := w.Body.String(), "too many requests, retry after 1s\n"; got != want {
+	if got, want := w.Body.String(), "too many requests, retry after "+ra+"s\n"; got != want {
 		t.Errorf("7th request body = %q, want %q", got, want)
 	}
 	if len(*seen) != 6 || (*seen)[0] != netip.MustParseAddr("192.0.2.1") {
@@ -145,8 +150,9 @@ func TestMiddlewareBanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := get(h, "192.0.2.1:1", "")
-	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "91" {
-		t.Errorf("banned: status %d Retry-After %q, want 429 and 91", w.Code, w.Header().Get("Retry-After"))
+	// 90.001 s rounded up, with up to 10 s of jitter above it.
+	if ra, _ := strconv.Atoi(w.Header().Get("Retry-After")); w.Code != http.StatusTooManyRequests || ra < 91 || ra > 101 {
+		t.Errorf("banned: status %d Retry-After %q, want 429 and 91 to 101", w.Code, w.Header().Get("Retry-After"))
 	}
 }
 
@@ -177,21 +183,47 @@ func TestMiddlewareConfig(t *testing.T) {
 	}
 }
 
-func TestRetryAfterSeconds(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		want int64
-	}{
-		{time.Millisecond, 1},
-		{334 * time.Millisecond, 1},
-		{time.Second, 1},
-		{time.Second + time.Millisecond, 2},
-		{0, 1},
+// The Retry-After of a refusal is drawn over [true time, true time +
+// its spread]: at 334 ms left, 1 or 2 s, both drawn; the RateLimit t and
+// the body say the same.
+func TestMiddlewareRetryAfterJitter(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	mem, err := NewMemoryStore(MemoryConfig{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		if got := retryAfterSeconds(tt.d); got != tt.want {
-			t.Errorf("retryAfterSeconds(%v) = %d, want %d", tt.d, got, tt.want)
+	l, err := New(Config{Memory: mem, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	draws := []float64{0, 0.49, 0.5, 0.99}
+	i := 0
+	h, err := Middleware(MiddlewareConfig{Limiter: l, Limit: handshakeLimit,
+		Rand: func() float64 { v := draws[i%len(draws)]; i++; return v }}, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for c := range 40 {
+		remote := fmt.Sprintf("192.0.2.%d:1", c+1)
+		for range 6 {
+			get(h, remote, "")
 		}
+		w := get(h, remote, "")
+		ra := w.Header().Get("Retry-After")
+		if w.Code != http.StatusTooManyRequests || (ra != "1" && ra != "2") {
+			t.Fatalf("client %d: %d Retry-After %q, want 429 and 1 or 2", c, w.Code, ra)
+		}
+		if got, want := w.Header().Get("RateLimit"), `"ws_handshake";r=0;t=`+ra; got != want {
+			t.Errorf("RateLimit %q, want %q", got, want)
+		}
+		if got, want := w.Body.String(), "too many requests, retry after "+ra+"s\n"; got != want {
+			t.Errorf("body %q, want %q", got, want)
+		}
+		seen[ra]++
+	}
+	if seen["1"] != 20 || seen["2"] != 20 {
+		t.Errorf("Retry-After drawn %v, want 1 and 2 equally", seen)
 	}
 }
 

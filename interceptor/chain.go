@@ -48,6 +48,11 @@ type Result struct {
 	Message string
 	// Detail is the ERROR frame's body for a Reject; may be empty.
 	Detail string
+	// RetryAfter, for a Reject, is when a new session can pass (a ban's
+	// end, a store back): the ERROR frame then carries a retry-after
+	// header of whole seconds drawn at random above it. Zero: the
+	// refusal gives no time.
+	RetryAfter time.Duration
 }
 
 // Continue is the Result that passes a frame on.
@@ -61,6 +66,12 @@ func DropFrame(reason *outcome.Reason) Result { return Result{Outcome: Drop, Rea
 // whose message header is message and whose body is detail.
 func RejectFrame(reason *outcome.Reason, message, detail string) Result {
 	return Result{Outcome: Reject, Reason: reason, Message: message, Detail: detail}
+}
+
+// RejectRetry is RejectFrame for a refusal that knows when a retry can
+// pass: the ERROR frame also carries retry-after (see Result.RetryAfter).
+func RejectRetry(reason *outcome.Reason, message, detail string, retryAfter time.Duration) Result {
+	return Result{Outcome: Reject, Reason: reason, Message: message, Detail: detail, RetryAfter: retryAfter}
 }
 
 // Stage is one step of the inbound path. Handle is called on the session's

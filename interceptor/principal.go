@@ -290,8 +290,8 @@ func (p *PrincipalStage) banned(name string) (Result, bool) {
 		return Result{}, false
 	}
 	secs := int64((d + time.Second - 1) / time.Second)
-	return RejectFrame(outcome.RejectBanned, "banned",
-		fmt.Sprintf("this principal is banned for another %d s", secs)), true
+	return RejectRetry(outcome.RejectBanned, "banned",
+		fmt.Sprintf("this principal is banned for another %d s", secs), d), true
 }
 
 // PrincipalBanKey is the ban key of the principal name: the key the

@@ -457,7 +457,9 @@ func TestPrincipalBanned(t *testing.T) {
 				}
 				return
 			}
-			want := Result{Outcome: Reject, Reason: outcome.RejectBanned, Message: "banned", Detail: tt.detail}
+			// The ban's time left, for the ERROR's retry-after.
+			want := Result{Outcome: Reject, Reason: outcome.RejectBanned, Message: "banned", Detail: tt.detail,
+				RetryAfter: left[tt.wantAsked[0]]}
 			if r != want {
 				t.Errorf("Handle(CONNECT) = %+v, want %+v", r, want)
 			}

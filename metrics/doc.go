@@ -274,22 +274,56 @@
 //     -relay-key unsigned, bad_signature (another key, or altered) and
 //     stale (timestamp beyond -relay-max-age: a replay). Local delivery
 //     is never affected.
+//
+// Instance admission (-max-sessions, -admit-rate, -memory-limit), in
+// front of the server, behind the per-client limits:
+//
+//   - stompgate_admission_refused_total{reason}: handshakes (and plain
+//     GETs of the WebSocket path) refused with 503 and a jittered
+//     Retry-After: sessions (-max-sessions held), rate (the -admit-rate
+//     bucket empty), memory (above -memory-admit-threshold of
+//     -memory-limit). Each is also counted in
+//     stompgate_handshakes_total{result="rejected_admission"}, as the
+//     handshake limit counts every request to the WebSocket path.
+//   - stompgate_admission_admitted_total: handshakes let through, each
+//     holding a token and a slot.
+//
+// Read at the scrape (NewAdmissionCollector):
+//
+//   - stompgate_admission_sessions, stompgate_admission_max_sessions
+//     (gauges): the sessions held against the cap (0: no cap).
+//
+//   - stompgate_admission_memory_bytes,
+//     stompgate_admission_memory_limit_bytes (gauges): the memory the
+//     guard last read against the limit (0: no guard).
+//
+//   - stompgate_admission_refusing{reason} (gauge): 1 while every new
+//     session is refused for sessions or memory; /readyz answers 503.
+//
+//   - stompgate_admission_retry_backlog (gauge): refused clients told to
+//     come back and not yet due.
+//
 //   - stompgate_procs_changes_total{reason}: changes of the processors
 //     the server runs on with -adaptive-procs: load (a tick filled them),
 //     queue (goroutines waited for one between ticks), lower (one given
 //     up). go_sched_gomaxprocs_threads is the current count.
+//
 //   - stompgate_relay_disconnect_dropped_total{reason}: disconnect
 //     requests between instances that were ignored, with the same
 //     reasons; above 0 with a key set, something else writes to Redis.
+//
 //   - stompgate_relay_outage (gauge): 1 while the relay cannot reach
 //     Redis, else 0.
+//
 //   - stompgate_relay_subscriptions (gauge): Redis channels the relay is
 //     subscribed to, one per destination with local subscribers.
+//
 //   - stompgate_relay_subscriptions_down (gauge): of those, the channels
 //     without a live subscription: lost to a slot move, a failover or a
 //     failed connection and not yet subscribed again (or just subscribed
 //     and not yet confirmed). Above 0 for more than a moment means
 //     messages from other instances are being lost.
+//
 //   - stompgate_relay_resubscribes_total{reason}: subscription
 //     connections the relay replaced, each with all its channels: moved
 //     (a Redis Cluster slot moved), connection (it failed), unanswered (a
@@ -305,6 +339,7 @@
 // StompgateRelaySubscriptionsDown (relay channels without a live
 // subscription for 30s),
 // StompgateSlowConsumerDisconnects (more than 10 in 10m),
-// StompgateHandshakeLimiterSlow (limiter p99 above 50ms for 5m) and
-// StompgatePanicsRecovered.
+// StompgateHandshakeLimiterSlow (limiter p99 above 50ms for 5m),
+// StompgatePanicsRecovered and StompgateAdmissionRefusing (an instance
+// refusing every new session for sessions or memory for 5m).
 package metrics

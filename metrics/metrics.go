@@ -107,6 +107,8 @@ type Metrics struct {
 	// reconnect counts the reconnect-loop bans' CONNECTs and bans.
 	reconnect reconnectMetrics
 
+	admission admissionMetrics
+
 	httpTimeouts []prometheus.Counter
 
 	prefixRefusals []prometheus.Counter
@@ -145,6 +147,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildBuildInfo(b, cfg.Build)
 	m.buildProcs(b)
 	m.buildRules(b)
+	m.buildAdmission(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

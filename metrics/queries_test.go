@@ -40,6 +40,8 @@ func registeredFamilies(t *testing.T) map[string]family {
 	m.ProtocolErrorClose("malformed")
 	m.Delivered("/topic/room.1", 1)
 	m.SlowConsumerDisconnect()
+	m.AdmissionRefused(AdmissionMemory)
+	reg.MustRegister(NewAdmissionCollector(func() AdmissionStats { return AdmissionStats{Refusing: "memory"} }))
 
 	fams := map[string]family{}
 	for name, mf := range gather(t, reg) {

@@ -50,4 +50,9 @@ var (
 	// many open sessions as its policy zone's max_connections allows (429
 	// with Retry-After).
 	HandshakeRejectedSessionCap = defineHandshake("rejected_session_cap")
+	// HandshakeRejectedAdmission: the instance admits no more sessions
+	// now (its session cap, admission rate or memory guard; 503 with
+	// Retry-After). The reason is counted in
+	// stompgate_admission_refused_total.
+	HandshakeRejectedAdmission = defineHandshake("rejected_admission")
 )

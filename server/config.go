@@ -278,6 +278,15 @@ type Config struct {
 	// across every instance sharing it, counted by broker destination.
 	// Nil: each server caps its own subscriptions.
 	SubscriberSlots SubscriberSlots
+	// RetryRate is the rate, in sessions per second, at which the
+	// clients of the sessions a shutdown or a drain ends are meant to
+	// come back (to the instances left): the retry-after of their ERROR
+	// frames is drawn over a window as long as that rate needs for them.
+	// Zero means DefaultRetryRate; negative is an error.
+	RetryRate float64
+	// RetryAfterMax bounds that window and every retry-after the server
+	// announces. Zero means DefaultRetryAfterMax; negative is an error.
+	RetryAfterMax time.Duration
 }
 
 // Relay carries messages that passed the chain to other instances. The
@@ -391,6 +400,9 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	if err := c.outboundDefaults(); err != nil {
+		return c, err
+	}
+	if err := c.retryDefaults(); err != nil {
 		return c, err
 	}
 	if c.Chain == nil {

@@ -22,6 +22,7 @@ var corePackages = []string{
 	module + "broker",
 	module + "server",
 	module + "interceptor",
+	module + "admission",
 }
 
 // allowedDependency reports whether the core may depend on the non-standard

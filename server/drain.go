@@ -13,7 +13,11 @@ import (
 // "server shutting down" and close 1001 after what is queued for it. Their
 // clients therefore reconnect to the other instances over the period,
 // not all in the same second, where they would trip the handshake limit
-// together.
+// together. Each ERROR also says when to come back (retry-after, whole
+// seconds drawn uniformly from 1 to the window): when the period is too
+// short for the sessions to come back at Config.RetryRate, the window
+// holds what it lacks, so closures and retries together arrive at about
+// that rate.
 //
 // Drain returns when every session has been told, or with ctx.Err() when
 // ctx ends first. Call Shutdown after it to wait for the sessions to end
@@ -36,11 +40,12 @@ func (s *Server) Drain(ctx context.Context, grace, period time.Duration) error {
 		return nil
 	}
 	gap := period / time.Duration(len(open))
+	window := s.shutdownRetryWindow(len(open), period)
 	for i, ss := range open {
 		if i > 0 && !s.wait(ctx, gap) {
 			return ctx.Err()
 		}
-		ss.shutdown()
+		ss.shutdown(window)
 	}
 	return nil
 }

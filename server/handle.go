@@ -39,7 +39,8 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 		if reason == nil {
 			reason = outcome.CloseProtocolError
 		}
-		s.fail(ending{reason: reason, kind: r.Reason.String(), message: r.Message, detail: r.Detail, receipt: receipt})
+		s.fail(ending{reason: reason, kind: r.Reason.String(), message: r.Message, detail: r.Detail, receipt: receipt,
+			headers: rejectRetryHeaders(r.RetryAfter)})
 		return true
 	}
 	if s.checkExpiry(now) {

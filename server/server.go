@@ -10,6 +10,7 @@ import (
 
 	"github.com/stompgate/stompgate/interceptor"
 	"github.com/stompgate/stompgate/internal/randid"
+	"github.com/stompgate/stompgate/internal/retryafter"
 	"github.com/stompgate/stompgate/internal/wsconn"
 	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
@@ -99,14 +100,15 @@ func newSessionID() string { return randid.New(sessionIDBytes) }
 // ServeHTTP upgrades the request to a WebSocket and starts a STOMP session
 // on it, on a goroutine of its own, so that the HTTP server's connection
 // goroutine, request and buffers are released while the session lives.
-// It returns 503 once Shutdown has begun.
+// It returns 503 with a Retry-After of 1 or 2 s, drawn at random, once
+// Shutdown has begun.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.shutting {
 		s.mu.Unlock()
 		s.cfg.Observer.Handshake(outcome.HandshakeRejectedShutdown)
 		runAll(sessionEndFuncs(r.Context()))
-		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Retry-After", retryafter.Header(retryafter.Jittered(time.Second, nil)))
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return
 	}
@@ -165,7 +167,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	shutting := s.shutting
 	s.mu.Unlock()
 	if shutting {
-		sess.shutdown()
+		sess.shutdown(s.shutdownRetryWindow(s.reg.len(), 0))
 	}
 	started = true
 	go func() {
@@ -175,8 +177,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Shutdown stops taking new sessions, sends every open session an ERROR
-// frame ("server shutting down") after what is already queued for it,
-// closes it with status 1001, and waits until all sessions have ended or
+// frame ("server shutting down", with a retry-after header drawn over a
+// window as long as Config.RetryRate needs for them all) after what is
+// already queued for it, closes it with status 1001, and waits until all sessions have ended or
 // ctx is done. When ctx ends first, the remaining connections are closed
 // at once and ctx.Err() is returned. Calling Shutdown again waits again.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -184,7 +187,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutting = true
 	s.mu.Unlock()
 
-	s.reg.each(func(ss *session) { ss.shutdown() })
+	window := s.shutdownRetryWindow(s.reg.len(), 0)
+	s.reg.each(func(ss *session) { ss.shutdown(window) })
 
 	done := make(chan struct{})
 	go func() {

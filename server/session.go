@@ -337,9 +337,11 @@ func protocolErrorKind(pe *stompframe.ProtocolError) string {
 }
 
 // shutdown ends the session for a server shutdown: queued frames are
-// flushed, then an ERROR frame and a close with 1001.
-func (s *session) shutdown() {
-	s.fail(ending{reason: outcome.CloseShutdown, detail: "the server is shutting down; reconnect to another instance"})
+// flushed, then an ERROR frame and a close with 1001. The ERROR's
+// retry-after is drawn over [1, window] seconds.
+func (s *session) shutdown(window int64) {
+	s.fail(ending{reason: outcome.CloseShutdown, detail: "the server is shutting down; reconnect to another instance",
+		headers: retryAfterHeaders(window)})
 }
 
 // abort ends the session at once: the queue is discarded and the

@@ -63,7 +63,8 @@ func (s *session) commit(name, receipt string, now time.Time) (end, dropped bool
 	case interceptor.Drop:
 		return false, true
 	case interceptor.Reject:
-		s.fail(ending{reason: outcome.CloseRateLimitAbuse, kind: cr.Reason.String(), message: cr.Message, detail: cr.Detail, receipt: receipt})
+		s.fail(ending{reason: outcome.CloseRateLimitAbuse, kind: cr.Reason.String(), message: cr.Message, detail: cr.Detail, receipt: receipt,
+			headers: rejectRetryHeaders(cr.RetryAfter)})
 		return true, false
 	}
 	for _, m := range tx.msgs {

@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"strconv"
 	"time"
 
 	"github.com/stompgate/stompgate/clientip"
+	"github.com/stompgate/stompgate/internal/retryafter"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -36,8 +36,11 @@ type MiddlewareConfig struct {
 	// Max is the most sessions one client may hold open at once: the
 	// zone's max_connections. It must be at least 1.
 	Max int
-	// RetryAfter is announced on a refusal, rounded up to whole seconds.
-	// Zero means DefaultRetryAfter; negative is an error.
+	// RetryAfter is the least Retry-After announced on a refusal,
+	// rounded up to whole seconds; each refusal draws its own uniformly
+	// from RetryAfter to RetryAfter plus half of it (at least 1 s, at
+	// most 10 s), so that clients refused together do not come back
+	// together. Zero means DefaultRetryAfter; negative is an error.
 	RetryAfter time.Duration
 	// TrustedProxies are the peers whose X-Real-IP and X-Forwarded-For
 	// are believed when no handshake middleware in front has already put
@@ -56,6 +59,9 @@ type MiddlewareConfig struct {
 	// Logger receives failures that are not refusals. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// Rand returns uniform values in [0, 1) for the Retry-After draws.
+	// Nil means math/rand/v2's Float64.
+	Rand func() float64
 }
 
 // Middleware returns a handler that caps the sessions each client (an
@@ -65,8 +71,8 @@ type MiddlewareConfig struct {
 // the request never became a session.
 //
 // A request over the cap gets 429 Too Many Requests with a short text
-// body and Retry-After: <seconds>, before any WebSocket work, as nginx's
-// limit_conn answers it. The client key is the one the handshake
+// body and Retry-After: <seconds, jittered above RetryAfter>, before any
+// WebSocket work, as nginx's limit_conn answers it. The client key is the one the handshake
 // limiter in front used (clientip.KeyFrom), else the key of
 // clientip.FromRequest with TrustedProxies and IPv6Prefix.
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
@@ -97,14 +103,12 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	secs := int64((cfg.RetryAfter + time.Second - 1) / time.Second)
-	return &middleware{cfg: cfg, next: next, retryAfter: strconv.FormatInt(secs, 10)}, nil
+	return &middleware{cfg: cfg, next: next}, nil
 }
 
 type middleware struct {
-	cfg        MiddlewareConfig
-	next       http.Handler
-	retryAfter string
+	cfg  MiddlewareConfig
+	next http.Handler
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -127,10 +131,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.cfg.PrefixRefused != nil && d.Store != StoreNone && clientip.IsPrefixKey(key) {
 			m.cfg.PrefixRefused()
 		}
-		w.Header().Set("Retry-After", m.retryAfter)
-		msg := "too many open sessions from this address, retry after " + m.retryAfter + "s"
+		secs := retryafter.Header(retryafter.Jittered(m.cfg.RetryAfter, m.cfg.Rand))
+		w.Header().Set("Retry-After", secs)
+		msg := "too many open sessions from this address, retry after " + secs + "s"
 		if d.Store == StoreNone {
-			msg = "session cap unavailable, retry after " + m.retryAfter + "s"
+			msg = "session cap unavailable, retry after " + secs + "s"
 		}
 		http.Error(w, msg, http.StatusTooManyRequests)
 		return

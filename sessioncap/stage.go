@@ -124,10 +124,11 @@ func (p *PrincipalStage) Handle(s *interceptor.Session, f *stompframe.Frame, _ t
 		}
 	}
 	if !d.Allowed {
-		detail := fmt.Sprintf("%q already holds %d open sessions, the most allowed; close one and retry", s.Principal.Name, p.max)
 		if d.Store == StoreNone {
-			detail = "the session cap cannot be checked now; retry in a few seconds"
+			return interceptor.RejectRetry(outcome.RejectSessionCap, "too many sessions",
+				"the session cap cannot be checked now; retry in a few seconds", DefaultRetryAfter)
 		}
+		detail := fmt.Sprintf("%q already holds %d open sessions, the most allowed; close one and retry", s.Principal.Name, p.max)
 		return interceptor.RejectFrame(outcome.RejectSessionCap, "too many sessions", detail)
 	}
 	p.mu.Lock()

@@ -2,6 +2,7 @@ package sessioncap
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,10 @@ func TestPrincipalStage(t *testing.T) {
 	if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectSessionCap || r.Message != "too many sessions" {
 		t.Fatalf("alice's CONNECT 3 = %+v, want reject session_cap \"too many sessions\"", r)
 	}
+	// Only a session's end makes room: no time to retry at.
+	if r.RetryAfter != 0 {
+		t.Errorf("alice's CONNECT 3: RetryAfter %v, want none", r.RetryAfter)
+	}
 	// Other frames, other principals, anonymous ones and sessions with no
 	// principal yet pass untouched.
 	for _, tc := range []struct {
@@ -71,6 +76,37 @@ func TestPrincipalStage(t *testing.T) {
 	}
 	if _, err := NewPrincipalStage(PrincipalConfig{Limiter: l}); err == nil {
 		t.Error("NewPrincipalStage with Max 0: no error")
+	}
+}
+
+// TestPrincipalStageFailClosed: a cap that cannot be checked (Redis
+// unreachable, failing closed) refuses with a time to retry at, which the
+// ERROR frame carries as retry-after.
+func TestPrincipalStageFailClosed(t *testing.T) {
+	t.Parallel()
+	srv := testredis.Start(t)
+	// Redis is tried again a minute after the outage began at the
+	// soonest: the CONNECT below meets the fallback's answer.
+	l, err := New(Config{FailClosed: true, RetryInterval: time.Minute, Logger: slog.New(slog.DiscardHandler),
+		Redis: newTestRedisStore(t, srv.URL(), RedisConfig{Logger: slog.New(slog.DiscardHandler)})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	st, err := NewPrincipalStage(PrincipalConfig{Limiter: l, Max: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Kill()
+	// The refused connection puts the limiter in fallback, failing
+	// closed.
+	if _, d, err := l.Acquire(t.Context(), ScopeIP, "ws:192.0.2.10", 5); err != nil || d.Store != StoreNone {
+		t.Fatalf("acquire with Redis down: %+v, %v; want refused by none", d, err)
+	}
+	s := &interceptor.Session{ID: "1", Principal: &interceptor.Principal{Name: "alice"}}
+	r := st.Handle(s, &stompframe.Frame{Command: stompframe.CommandConnect}, time.Unix(0, 0))
+	if r.Outcome != interceptor.Reject || r.Reason != outcome.RejectSessionCap || r.RetryAfter != DefaultRetryAfter {
+		t.Errorf("CONNECT with the cap unreachable = %+v, want a session_cap rejection with RetryAfter %v", r, DefaultRetryAfter)
 	}
 }
 

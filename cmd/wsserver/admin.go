@@ -41,6 +41,9 @@ func (s *settings) validateAdmin() error {
 func (a *app) adminHandler(st *settings, logger *slog.Logger) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
+	// The same readiness as the public listener's, for a probe that
+	// reaches the host only.
+	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

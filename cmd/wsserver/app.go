@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/admission"
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/clientip"
 	"github.com/stompgate/stompgate/handshake"
@@ -44,6 +45,7 @@ type app struct {
 	// until close; nil without it.
 	jwks     *jwtauth.JWKS
 	caps     *sessioncap.Limiter
+	gate     *admission.Gate        // the instance admission
 	capStore *sessioncap.RedisStore // nil without -redis-url
 	fanout   *relay.Disconnects     // disconnect requests between instances; nil without -redis-url
 	// plimit is the per-principal send limit; nil with
@@ -78,6 +80,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		return nil, err
 	}
 	if err := a.newSessionCaps(st, logger); err != nil {
+		return nil, err
+	}
+	if err := a.newAdmission(st, logger); err != nil {
 		return nil, err
 	}
 	if err := a.newServer(st, logger); err != nil {
@@ -236,6 +241,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppTimeout:           st.appTimeout,
 		Destinations:         a.destinationOptions,
 		SubscriberSlots:      a.subscriberSlots(),
+		// Clients of the sessions a shutdown ends come back as fast as
+		// this instance admits (zero: no rate, the server's default).
+		RetryRate:     st.admit.cfg.Rate,
+		RetryAfterMax: st.retryAfterMax,
 	})
 	if err != nil {
 		return err
@@ -366,10 +375,16 @@ func (a *app) startDisconnects(st *settings, logger *slog.Logger) error {
 }
 
 // publicHandler is the public listener's routes: the WebSocket path
-// through the handshake limiter and the per-client session cap to the
-// STOMP server; health and readiness; the demo page.
+// through the handshake limiter, the per-client session cap and the
+// instance admission to the STOMP server; health and readiness; the demo
+// page. The admission is innermost, so a client refused for its own
+// excess (429) never spends the instance's tokens.
 func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Handler, error) {
-	capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, a.stomp)
+	admitted, err := a.admit(a.stomp)
+	if err != nil {
+		return nil, err
+	}
+	capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, admitted)
 	if err != nil {
 		return nil, err
 	}
@@ -389,13 +404,7 @@ func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Han
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if !a.stomp.Ready() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.demo {
 		// The demo page, its assets and the session counts it polls.
 		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,11 @@ func TestPrincipalBanFollowsAcrossIPs(t *testing.T) {
 	}
 	if body := string(f.Body); !strings.Contains(body, "this principal is banned for another") {
 		t.Errorf("ERROR body %q does not say how long the ban holds", body)
+	}
+	// The retry-after header: the minute's ban left, with up to 10 s of
+	// jitter above it.
+	if ra, err := strconv.Atoi(f.Get("retry-after")); err != nil || ra < 50 || ra > 70 {
+		t.Errorf("ERROR retry-after %q, want the ban's minute left (50 to 70 s)", f.Get("retry-after"))
 	}
 	expectClosed(t, c)
 

@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	logBuild(logger)
 	redis.SetLogger(redisLog{logger})
 	st.logConfig(logger)
+	st.applyMemoryLimit()
 	a, err := newApp(&st, logger)
 	if err != nil {
 		return err

@@ -107,6 +107,7 @@ type settings struct {
 	relayTrustSettings // messages between instances (relaytrust.go)
 
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
+	admissionSettings      // the instance admission (admission.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -184,6 +185,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
 	s.principalLimitFlags(fs)
+	s.admissionFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs
@@ -193,6 +195,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 // from its environment variable. An error names the setting.
 func (s *settings) parse(args []string, getenv func(string) string, out io.Writer) error {
 	s.flags = s.flagSet(out)
+	s.goMemLimit = getenv("GOMEMLIMIT")
 	return parseFlags(s.flags, args, getenv)
 }
 

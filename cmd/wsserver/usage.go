@@ -31,6 +31,9 @@ var flagSections = []flagSection{
 		"reconnect-limit", "reconnect-window", "reconnect-ban",
 		"control-limit", "control-window", "inbound-frames", "inbound-bytes", "inbound-window",
 	}},
+	{"Admission: how many sessions this instance takes, how fast, and in how much memory", []string{
+		"max-sessions", "admit-rate", "admit-burst", "memory-limit", "memory-admit-threshold", "retry-after-max",
+	}},
 	{"Sessions: frames, heart-beats, queues and transactions", []string{
 		"max-frame-size", "max-headers", "max-header-line", "max-subscriptions", "connect-timeout",
 		"heart-beat-send", "heart-beat-receive", "heart-beat-tolerance", "max-heart-beat",

@@ -1,0 +1,118 @@
+package admission
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stompgate/stompgate/outcome"
+)
+
+type countObserver struct {
+	admitted int
+	refused  map[string]int
+}
+
+func (o *countObserver) Admitted()             { o.admitted++ }
+func (o *countObserver) Refused(reason string) { o.refused[reason]++ }
+
+func upgradeRequest() *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/ws", nil)
+	r.Header.Set("Upgrade", "websocket")
+	r.Header.Set("Connection", "keep-alive, Upgrade")
+	return r
+}
+
+func TestMiddlewareRejectsBadConfig(t *testing.T) {
+	ok := http.NotFoundHandler()
+	if _, err := Middleware(MiddlewareConfig{}, ok); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("no Gate: %v", err)
+	}
+	g := newGate(t, Config{})
+	if _, err := Middleware(MiddlewareConfig{Gate: g}, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("no next: %v", err)
+	}
+}
+
+// A refusal is a 503 with Retry-After and a body naming the reason,
+// written before next is called; a plain GET probe spends no token.
+func TestMiddlewareRefuses(t *testing.T) {
+	g := newGate(t, Config{Rate: 1, Burst: 1})
+	obs := &countObserver{refused: map[string]int{}}
+	reached := 0
+	h, err := Middleware(MiddlewareConfig{Gate: g, Observer: obs, Now: func() time.Time { return t0 }},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The probe passes without spending the one token...
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/ws", nil))
+	if w.Code != http.StatusOK || reached != 1 {
+		t.Fatalf("probe: %d, reached %d", w.Code, reached)
+	}
+	// ...which the handshake takes.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, upgradeRequest())
+	if w.Code != http.StatusOK || reached != 2 || obs.admitted != 1 {
+		t.Fatalf("handshake: %d, reached %d, admitted %d", w.Code, reached, obs.admitted)
+	}
+	for _, r := range []*http.Request{upgradeRequest(), httptest.NewRequest(http.MethodGet, "/ws", nil)} {
+		w = httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		secs, err := strconv.Atoi(w.Header().Get("Retry-After"))
+		if w.Code != http.StatusServiceUnavailable || err != nil || secs < 1 || secs > 60 {
+			t.Errorf("over the rate: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+		}
+		if body := w.Body.String(); !strings.Contains(body, "server busy (rate)") || !strings.Contains(body, "retry after "+strconv.Itoa(secs)+"s") {
+			t.Errorf("body %q", body)
+		}
+	}
+	if reached != 2 || obs.refused[outcome.AdmissionRate] != 2 {
+		t.Errorf("reached %d, refusals %v", reached, obs.refused)
+	}
+}
+
+func TestIsUpgrade(t *testing.T) {
+	for _, c := range []struct {
+		upgrade, connection string
+		want                bool
+	}{
+		{"websocket", "Upgrade", true},
+		{"WebSocket", "keep-alive, upgrade", true},
+		{"websocket", "keep-alive", false},
+		{"h2c", "Upgrade", false},
+		{"", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/ws", nil)
+		r.Header.Set("Upgrade", c.upgrade)
+		r.Header.Set("Connection", c.connection)
+		if got := isUpgrade(r); got != c.want {
+			t.Errorf("Upgrade %q Connection %q: %v, want %v", c.upgrade, c.connection, got, c.want)
+		}
+	}
+}
+
+// A panic below the middleware gives the slot back before it goes on up.
+func TestMiddlewareReleasesOnPanic(t *testing.T) {
+	g := newGate(t, Config{MaxSessions: 1})
+	h, err := Middleware(MiddlewareConfig{Gate: g}, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on up")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	}()
+	if st := g.StateAt(t0); st.Sessions != 0 {
+		t.Errorf("sessions after the panic = %d, want 0", st.Sessions)
+	}
+}
