@@ -313,6 +313,7 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 	}
 	s.subs[id] = sub
 	s.srv.cfg.Broker.Subscribe(sub)
+	s.srv.reg.subscribed(s, dest)
 	return false
 }
 
@@ -329,6 +330,7 @@ func (s *session) onUnsubscribe(f *stompframe.Frame) {
 	}
 	delete(s.subs, id)
 	s.srv.cfg.Broker.Unsubscribe(sub)
+	s.srv.reg.unsubscribed(s, sub.Destination)
 }
 
 func (s *session) receiptFrame(id string) []byte {

@@ -29,6 +29,23 @@ type registry struct {
 		mu sync.Mutex
 		m  map[string][]*session
 	}
+
+	// dests indexes connected sessions by the broker destinations they
+	// are subscribed to, for Server.ListSessions, sharded by the
+	// destination's hash. An entry holds the session's principal name
+	// (read on its reader, where it is safe to read) and how many of the
+	// session's subscriptions are on the destination. It holds no more
+	// entries than the broker holds subscriptions.
+	dests [registryShards]struct {
+		mu sync.Mutex
+		m  map[string]map[*session]destRef
+	}
+}
+
+// destRef is a session's place in the destination index.
+type destRef struct {
+	name string // the session's principal name
+	n    int    // its subscriptions on the destination
 }
 
 func (r *registry) init() {
@@ -39,6 +56,103 @@ func (r *registry) init() {
 	for i := range r.principals {
 		r.principals[i].m = make(map[string][]*session)
 	}
+	for i := range r.dests {
+		r.dests[i].m = make(map[string]map[*session]destRef)
+	}
+}
+
+// subscribed records that s has one more subscription on the broker
+// destination dest. It is called on the session's reader, after
+// Broker.Subscribe.
+func (r *registry) subscribed(s *session, dest string) {
+	name := s.principalName()
+	ds := &r.dests[r.shard(dest)]
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	set := ds.m[dest]
+	if set == nil {
+		set = make(map[*session]destRef, 1)
+		ds.m[dest] = set
+	}
+	ref := set[s]
+	set[s] = destRef{name: name, n: ref.n + 1}
+}
+
+// unsubscribed records that s has one subscription fewer on dest. It is
+// called on the session's reader, after Broker.Unsubscribe.
+func (r *registry) unsubscribed(s *session, dest string) {
+	ds := &r.dests[r.shard(dest)]
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	set := ds.m[dest]
+	ref, ok := set[s]
+	switch {
+	case !ok:
+	case ref.n > 1:
+		set[s] = destRef{name: ref.name, n: ref.n - 1}
+	default:
+		delete(set, s)
+		if len(set) == 0 {
+			delete(ds.m, dest)
+		}
+	}
+}
+
+// dropDests removes s from the destination index: every destination of
+// its subscriptions. It runs on the session's reader, which owns s.subs.
+func (r *registry) dropDests(s *session) {
+	for _, sub := range s.subs {
+		ds := &r.dests[r.shard(sub.Destination)]
+		ds.mu.Lock()
+		if set := ds.m[sub.Destination]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(ds.m, sub.Destination)
+			}
+		}
+		ds.mu.Unlock()
+	}
+}
+
+// listed is one session as ListSessions finds it: the session and its
+// principal name, taken from an index.
+type listed struct {
+	s    *session
+	name string
+}
+
+// eachConnected calls fn for every connected session with its principal
+// name, shard by shard, without holding a shard lock during the calls.
+func (r *registry) eachConnected(fn func(listed)) {
+	var batch []listed
+	for i := range r.principals {
+		ps := &r.principals[i]
+		ps.mu.Lock()
+		for name, set := range ps.m {
+			for _, s := range set {
+				batch = append(batch, listed{s: s, name: name})
+			}
+		}
+		ps.mu.Unlock()
+		for _, l := range batch {
+			fn(l)
+		}
+		batch = batch[:0]
+	}
+}
+
+// subscribedTo returns the sessions subscribed to the broker destination
+// dest, with their principal names.
+func (r *registry) subscribedTo(dest string) []listed {
+	ds := &r.dests[r.shard(dest)]
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	set := ds.m[dest]
+	out := make([]listed, 0, len(set))
+	for s, ref := range set {
+		out = append(out, listed{s: s, name: ref.name})
+	}
+	return out
 }
 
 // bind records that s, connected, belongs to its principal. It is
@@ -98,6 +212,7 @@ func (r *registry) remove(s *session) {
 	delete(sh.m, s.st.ID)
 	sh.mu.Unlock()
 	r.unbind(s)
+	r.dropDests(s)
 }
 
 func (r *registry) len() int {
