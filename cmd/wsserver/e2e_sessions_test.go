@@ -94,3 +94,23 @@ func TestSessionListing(t *testing.T) {
 		t.Fatalf("counted %v refused listings, want 1", n)
 	}
 }
+
+// TestSessionListingSettingErrors refuses a page size that is not
+// positive, naming the setting.
+func TestSessionListingSettingErrors(t *testing.T) {
+	expectSettingErrors(t, []settingCase{
+		{"", []string{"-api-max-page-size", "0"}, nil, "-api-max-page-size (WSSERVER_API_MAX_PAGE_SIZE) 0: must be positive"},
+		{"", nil, map[string]string{"WSSERVER_API_MAX_PAGE_SIZE": "-5"}, "-api-max-page-size (WSSERVER_API_MAX_PAGE_SIZE) -5: must be positive"},
+	})
+}
+
+// TestInstanceName names an instance by host and public port, so that
+// two instances on one host list apart.
+func TestInstanceName(t *testing.T) {
+	host, _ := os.Hostname()
+	for addr, want := range map[string]string{":8080": host + ":8080", "127.0.0.1:9000": host + ":9000", "[::1]:81": host + ":81", "": host} {
+		if got := instanceName(addr); got != want {
+			t.Errorf("instanceName(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}
