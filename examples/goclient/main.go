@@ -106,7 +106,9 @@ func run(ctx context.Context, args []string, in io.Reader, out io.Writer) error 
 			}
 			if err := conn.Send(o.sendDest, "text/plain", []byte(line), stomp.SendOpt.Receipt); err != nil {
 				_ = conn.MustDisconnect()
-				return fmt.Errorf("SEND %s: %w", o.sendDest, err)
+				// The server drops SENDs over its per-session limit
+				// (20 a second by default) without a RECEIPT.
+				return fmt.Errorf("SEND %s (no RECEIPT: lines faster than the server's send limit are dropped unanswered): %w", o.sendDest, err)
 			}
 		case m, ok := <-sub.C:
 			if !ok {

@@ -45,7 +45,12 @@ type PageConfig struct {
 // answers GET and HEAD; other paths get 404.
 //
 // Every tab is a player: each opens its own STOMP session, whose
-// anonymous principal the backend tells apart.
+// anonymous principal the backend tells apart. The proxy adds no
+// X-Forwarded-For, so wsserver sees every player at the proxy's address
+// and counts them together against its per-address limits (handshake
+// rate, sessions per address): enough for a few tabs on one machine, not
+// for a public deployment, which puts nginx in front of wsserver and
+// serves the page from the same origin there.
 func PageHandler(cfg PageConfig) (http.Handler, error) {
 	target, err := url.Parse(cfg.WSServer)
 	if err != nil || (target.Scheme != "http" && target.Scheme != "https") || target.Host == "" {
