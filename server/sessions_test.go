@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestPageHeapKeepsEarliest offers positions out of order to a heap of
@@ -248,5 +249,49 @@ func TestListSessions(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("destination index shard %d holds %d destinations after every session ended", i, n)
 		}
+	}
+}
+
+// benchRegistry returns a server whose registry holds n connected
+// sessions (bare values, no connection), a tenth of them subscribed to
+// /topic/lobby.
+func benchRegistry(b *testing.B, n int) *Server {
+	b.Helper()
+	srv := &Server{}
+	srv.reg.init()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	for i := range n {
+		s := &session{srv: srv, opened: t0 + int64(i)}
+		s.st.ID = fmt.Sprintf("s%06d", i)
+		s.connected.Store(true)
+		srv.reg.add(s)
+		srv.reg.bind(s)
+		if i%10 == 0 {
+			srv.reg.subscribed(s, "/topic/lobby")
+		}
+	}
+	return srv
+}
+
+// BenchmarkListSessions lists the first page of 500 among 10,000
+// sessions (the whole registry is looked at), and a page of the lobby's
+// 1,000 subscribers.
+func BenchmarkListSessions(b *testing.B) {
+	srv := benchRegistry(b, 10_000)
+	for _, c := range []struct {
+		name string
+		q    SessionQuery
+	}{
+		{"all", SessionQuery{Limit: 500}},
+		{"destination", SessionQuery{Destination: "/topic/lobby", Limit: 500}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if p := srv.ListSessions(c.q); len(p.Sessions) != 500 {
+					b.Fatalf("%d sessions", len(p.Sessions))
+				}
+			}
+		})
 	}
 }
