@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net"
 	"time"
 	"unicode/utf8"
 
@@ -85,9 +87,15 @@ func (s *wsStream) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close closes the WebSocket with 1000 (normal closure).
+// Close closes the WebSocket with 1000 (normal closure). After a
+// DISCONNECT's RECEIPT the server closes the connection too, and may do
+// so first: a connection already closed, or closed normally by the
+// server, is no failure.
 func (s *wsStream) Close() error {
 	err := s.ws.Close(websocket.StatusNormalClosure, "")
 	s.cancel()
+	if errors.Is(err, net.ErrClosed) || websocket.CloseStatus(err) == websocket.StatusNormalClosure {
+		return nil
+	}
 	return err
 }
