@@ -20,8 +20,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
-const TOTAL_TIMEOUT_MS = 120_000; // the whole run; far above what it needs
-const STEP_TIMEOUT_MS = 20_000; // one wait for the page to show something
+const TOTAL_TIMEOUT_MS = 150_000; // the whole run; far above what it needs
+// One wait for the page to show something: far above what it needs on
+// an idle machine, for two shared cores under several test runs.
+const STEP_TIMEOUT_MS = 45_000;
 const GAME = 'browser-game';
 
 const url = process.argv[2];
@@ -54,8 +56,15 @@ async function openTab(context, i) {
   await page.goto(url);
   await page.locator('#game').fill(GAME);
   await page.locator('#join').click();
-  await page.locator('#status[data-state="connected"]').waitFor();
-  await page.locator('#you', { hasText: 'You play' }).waitFor();
+  try {
+    await page.locator('#status[data-state="connected"]').waitFor();
+    await page.locator('#you', { hasText: 'You play' }).waitFor();
+  } catch (err) {
+    const shows = async (sel) => ((await page.locator(sel).textContent()) ?? '').trim();
+    throw new Error(`tab ${i} did not join: status "${await shows('#status')}", ` +
+      `you "${await shows('#you')}", error "${await shows('#error')}", ` +
+      `${result.sockets[i]} WebSockets, page errors ${JSON.stringify(result.pageErrors)}: ${err.message}`);
+  }
   return page;
 }
 
