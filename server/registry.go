@@ -32,20 +32,86 @@ type registry struct {
 
 	// dests indexes connected sessions by the broker destinations they
 	// are subscribed to, for Server.ListSessions, sharded by the
-	// destination's hash. An entry holds the session's principal name
-	// (read on its reader, where it is safe to read) and how many of the
-	// session's subscriptions are on the destination. It holds no more
-	// entries than the broker holds subscriptions.
+	// destination's hash. It holds no more entries than the broker holds
+	// subscriptions.
 	dests [registryShards]struct {
 		mu sync.Mutex
-		m  map[string]map[*session]destRef
+		m  map[string]*destSet
 	}
 }
 
 // destRef is a session's place in the destination index.
 type destRef struct {
-	name string // the session's principal name
+	name string // the session's principal name, read on its reader
 	n    int    // its subscriptions on the destination
+}
+
+// destSet is one destination's sessions. Most destinations have one
+// session (a user queue, a room of one), held inline; a map is made only
+// when a second one subscribes, so that an idle session with its own
+// queue costs a few words here, and adding or removing a session costs
+// O(1) however many the destination has.
+type destSet struct {
+	solo    *session
+	soloRef destRef
+	// many holds every session once there are two or more; solo is then
+	// nil. It stays once made.
+	many map[*session]destRef
+}
+
+// add counts one more subscription of s, whose principal is name.
+func (d *destSet) add(s *session, name string) {
+	switch {
+	case d.many != nil:
+		ref := d.many[s]
+		d.many[s] = destRef{name: name, n: ref.n + 1}
+	case d.solo == nil || d.solo == s:
+		d.solo, d.soloRef = s, destRef{name: name, n: d.soloRef.n + 1}
+	default:
+		d.many = map[*session]destRef{d.solo: d.soloRef, s: {name: name, n: 1}}
+		d.solo, d.soloRef = nil, destRef{}
+	}
+}
+
+// remove counts one subscription of s fewer, or all of them, and reports
+// whether the destination has no session left.
+func (d *destSet) remove(s *session, all bool) (empty bool) {
+	if d.many == nil {
+		if d.solo == s {
+			d.soloRef.n--
+			if all || d.soloRef.n <= 0 {
+				d.solo, d.soloRef = nil, destRef{}
+			}
+		}
+		return d.solo == nil
+	}
+	if ref, ok := d.many[s]; ok {
+		if all || ref.n <= 1 {
+			delete(d.many, s)
+		} else {
+			d.many[s] = destRef{name: ref.name, n: ref.n - 1}
+		}
+	}
+	return len(d.many) == 0
+}
+
+// appendTo appends the destination's sessions to out.
+func (d *destSet) appendTo(out []listed) []listed {
+	if d.solo != nil {
+		return append(out, listed{s: d.solo, name: d.soloRef.name})
+	}
+	for s, ref := range d.many {
+		out = append(out, listed{s: s, name: ref.name})
+	}
+	return out
+}
+
+// len returns how many sessions the destination has.
+func (d *destSet) len() int {
+	if d.solo != nil {
+		return 1
+	}
+	return len(d.many)
 }
 
 func (r *registry) init() {
@@ -57,7 +123,7 @@ func (r *registry) init() {
 		r.principals[i].m = make(map[string][]*session)
 	}
 	for i := range r.dests {
-		r.dests[i].m = make(map[string]map[*session]destRef)
+		r.dests[i].m = make(map[string]*destSet)
 	}
 }
 
@@ -71,30 +137,26 @@ func (r *registry) subscribed(s *session, dest string) {
 	defer ds.mu.Unlock()
 	set := ds.m[dest]
 	if set == nil {
-		set = make(map[*session]destRef, 1)
+		set = &destSet{}
 		ds.m[dest] = set
 	}
-	ref := set[s]
-	set[s] = destRef{name: name, n: ref.n + 1}
+	set.add(s, name)
 }
 
 // unsubscribed records that s has one subscription fewer on dest. It is
 // called on the session's reader, after Broker.Unsubscribe.
 func (r *registry) unsubscribed(s *session, dest string) {
+	r.dropDest(s, dest, false)
+}
+
+// dropDest removes one subscription of s on dest from the index, or all
+// of them.
+func (r *registry) dropDest(s *session, dest string, all bool) {
 	ds := &r.dests[r.shard(dest)]
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
-	set := ds.m[dest]
-	ref, ok := set[s]
-	switch {
-	case !ok:
-	case ref.n > 1:
-		set[s] = destRef{name: ref.name, n: ref.n - 1}
-	default:
-		delete(set, s)
-		if len(set) == 0 {
-			delete(ds.m, dest)
-		}
+	if set := ds.m[dest]; set != nil && set.remove(s, all) {
+		delete(ds.m, dest)
 	}
 }
 
@@ -102,15 +164,7 @@ func (r *registry) unsubscribed(s *session, dest string) {
 // its subscriptions. It runs on the session's reader, which owns s.subs.
 func (r *registry) dropDests(s *session) {
 	for _, sub := range s.subs {
-		ds := &r.dests[r.shard(sub.Destination)]
-		ds.mu.Lock()
-		if set := ds.m[sub.Destination]; set != nil {
-			delete(set, s)
-			if len(set) == 0 {
-				delete(ds.m, sub.Destination)
-			}
-		}
-		ds.mu.Unlock()
+		r.dropDest(s, sub.Destination, true)
 	}
 }
 
@@ -148,11 +202,10 @@ func (r *registry) subscribedTo(dest string) []listed {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	set := ds.m[dest]
-	out := make([]listed, 0, len(set))
-	for s, ref := range set {
-		out = append(out, listed{s: s, name: ref.name})
+	if set == nil {
+		return nil
 	}
-	return out
+	return set.appendTo(make([]listed, 0, set.len()))
 }
 
 // bind records that s, connected, belongs to its principal. It is

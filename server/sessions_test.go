@@ -31,6 +31,50 @@ func TestPageHeapKeepsEarliest(t *testing.T) {
 	}
 }
 
+// TestDestSet steps a destination's sessions through one session (held
+// inline), a second (a map), repeated subscriptions and their removal.
+func TestDestSet(t *testing.T) {
+	a, b := &session{}, &session{}
+	names := func(d *destSet) []string {
+		var out []string
+		for _, l := range d.appendTo(nil) {
+			out = append(out, l.name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	var d destSet
+	steps := []struct {
+		name      string
+		do        func() bool // reports emptiness for removals
+		wantEmpty bool
+		want      []string
+	}{
+		{"add a", func() bool { d.add(a, "alice"); return false }, false, []string{"alice"}},
+		{"add a again", func() bool { d.add(a, "alice"); return false }, false, []string{"alice"}},
+		{"remove one of a's", func() bool { return d.remove(a, false) }, false, []string{"alice"}},
+		{"add b", func() bool { d.add(b, "bob"); return false }, false, []string{"alice", "bob"}},
+		{"add b again", func() bool { d.add(b, "bob"); return false }, false, []string{"alice", "bob"}},
+		{"remove a's last", func() bool { return d.remove(a, false) }, false, []string{"bob"}},
+		{"remove a, absent", func() bool { return d.remove(a, false) }, false, []string{"bob"}},
+		{"remove all of b's", func() bool { return d.remove(b, true) }, true, nil},
+	}
+	for _, st := range steps {
+		if empty := st.do(); empty != st.wantEmpty {
+			t.Fatalf("%s: empty = %v, want %v", st.name, empty, st.wantEmpty)
+		}
+		if got := names(&d); !slices.Equal(got, st.want) || d.len() != len(st.want) {
+			t.Fatalf("%s: sessions %v (len %d), want %v", st.name, got, d.len(), st.want)
+		}
+	}
+	var solo destSet
+	solo.add(a, "alice")
+	solo.add(a, "alice")
+	if solo.remove(b, true) || !solo.remove(a, true) || solo.len() != 0 {
+		t.Fatal("removing all of the only session's subscriptions does not empty the set")
+	}
+}
+
 // TestSessionPositionOrder checks the listing's order: by time, then by
 // id for sessions upgraded in the same nanosecond.
 func TestSessionPositionOrder(t *testing.T) {
