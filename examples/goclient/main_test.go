@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
+	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/goleak"
 
 	"github.com/stompgate/stompgate/examples/internal/wsservertest"
@@ -149,5 +151,48 @@ func TestTextNetConnDropsBinary(t *testing.T) {
 		}
 	case <-time.After(stepTimeout):
 		t.Fatal("the text-only stream neither failed nor read the binary MESSAGE")
+	}
+}
+
+// TestClientToken connects with a JWT, as the passcode and as an
+// Authorization header, to a server that requires one: the session is
+// the token's principal (the server API lists it under that name).
+func TestClientToken(t *testing.T) {
+	const secret = "a-secret-of-at-least-32-bytes-for-hs256"
+	srv := wsservertest.Start(t, "-jwt-secret", secret, "-auth-required")
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{
+		"sub": "alice", "exp": time.Now().Add(time.Hour).Unix(),
+	}).SignedString([]byte(secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range [][]string{{"-token", tok}, {"-token", tok, "-token-header"}} {
+		in, typed := io.Pipe()
+		var out syncBuffer
+		ctx, interrupt := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- run(ctx, append([]string{"-url", srv.WS, "-heart-beat", "0"}, mode...), in, &out) }()
+		waitOutput(t, &out, "subscribed to ")
+		var list struct {
+			Sessions []struct {
+				Principal string `json:"principal"`
+			} `json:"sessions"`
+		}
+		srv.API(t, http.MethodGet, "/api/v1/sessions?principal=alice", nil, http.StatusOK, &list)
+		if len(list.Sessions) != 1 {
+			t.Errorf("%q: the API lists %d sessions of alice, want 1", mode[2:], len(list.Sessions))
+		}
+		interrupt()
+		if err := <-done; err != nil {
+			t.Errorf("%q: %v\n%s", mode[2:], err, out.String())
+		}
+		typed.Close()
+	}
+	// Without a token the server refuses the CONNECT.
+	in, typed := io.Pipe()
+	defer typed.Close()
+	var out syncBuffer
+	if err := run(context.Background(), []string{"-url", srv.WS, "-heart-beat", "0"}, in, &out); err == nil {
+		t.Fatalf("connected without a token to a server that requires one:\n%s", out.String())
 	}
 }
