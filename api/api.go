@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/stompgate/stompgate/outcome"
@@ -60,6 +61,13 @@ type Config struct {
 	// naming the headers field. Default DefaultMaxHeaders; negative is an
 	// error.
 	MaxHeaders int
+	// MaxPageSize is the largest limit GET /api/v1/sessions takes; a
+	// larger one is answered 400 naming the limit parameter. Default
+	// DefaultMaxPageSize; negative is an error.
+	MaxPageSize int
+	// Instance names this instance in GET /api/v1/sessions, whose counts
+	// are this instance's. Default: the host name (os.Hostname).
+	Instance string
 	// Others carries disconnect requests to the other instances. Nil:
 	// disconnect ends this instance's sessions only.
 	Others Others
@@ -97,6 +105,15 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.MaxHeaders == 0 {
 		cfg.MaxHeaders = DefaultMaxHeaders
+	}
+	if cfg.MaxPageSize < 0 {
+		return nil, configErrorf("MaxPageSize %d is negative", cfg.MaxPageSize)
+	}
+	if cfg.MaxPageSize == 0 {
+		cfg.MaxPageSize = DefaultMaxPageSize
+	}
+	if cfg.Instance == "" {
+		cfg.Instance, _ = os.Hostname()
 	}
 	if cfg.Observer == nil {
 		cfg.Observer = nopObserver{}

@@ -22,8 +22,29 @@
 //	                         with Config.Others, the other instances are
 //	                         asked to end theirs (500 with the error and
 //	                         the local count when they cannot be reached).
-//	GET  /api/v1/sessions?principal=alice
-//	                         200 {"sessions": [{"id", "principal",
+//	GET  /api/v1/sessions[?principal=alice][&destination=/topic/game.7]
+//	                         [&limit=100][&cursor=<next_cursor>]
+//	                         200 {"instance": "<host>:<port>",
+//	                         "sessions": [{"id", "principal",
 //	                         "remote_address", "connected_since",
-//	                         "received", "passed", "dropped"}]} of this instance.
+//	                         "received", "passed", "dropped"}],
+//	                         "next_cursor": "...", "matched": n, "open": n}
+//
+// The session listing is for support staff: the connected sessions of
+// this instance, oldest first, optionally those of one principal and
+// those subscribed to one destination (as the broker knows it: a topic,
+// or a user queue as published to, /user/alice/queue/chat). A page holds
+// limit sessions (default DefaultPageSize, 100; at most
+// Config.MaxPageSize, default DefaultMaxPageSize, 500, or 400 naming
+// limit), so no call makes the server encode every session at once.
+// next_cursor, absent on the last page, is opaque: it names the last
+// session's place in the order (its connection time and id, which never
+// change), so a session that ends between two pages is skipped and none
+// is listed twice; one that connects meanwhile comes on a later page.
+// matched counts this instance's sessions that match the filters, open
+// every session it holds (connected or not). The listing and the counts
+// are this instance's only, named by instance: ask each instance's admin
+// listener for a deployment's whole picture. A call looks at every
+// session it may select (all of them without filters) and keeps a page's
+// worth in memory; no registry lock is held while the answer is built.
 package api

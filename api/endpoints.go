@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -148,28 +147,4 @@ func (h *handler) disconnect(r *http.Request) (int, any) {
 		}
 	}
 	return http.StatusOK, map[string]int{"disconnected": n}
-}
-
-// sessionJSON is one session in GET /api/v1/sessions.
-type sessionJSON struct {
-	ID             string    `json:"id"`
-	Principal      string    `json:"principal"`
-	RemoteAddress  string    `json:"remote_address"`
-	ConnectedSince time.Time `json:"connected_since"`
-	Received       uint64    `json:"received"`
-	Passed         uint64    `json:"passed"`
-	Dropped        uint64    `json:"dropped"`
-}
-
-func (h *handler) sessions(r *http.Request) (int, any) {
-	p := r.URL.Query().Get("principal")
-	if p == "" {
-		return badRequest("principal", "the principal query parameter is required")
-	}
-	out := []sessionJSON{}
-	for _, s := range h.cfg.Server.SessionsOf(p) {
-		out = append(out, sessionJSON{ID: s.ID, Principal: s.Principal, RemoteAddress: s.RemoteIP, ConnectedSince: s.Since.UTC(),
-			Received: s.Counts.Received, Passed: s.Counts.Passed, Dropped: s.Counts.Dropped})
-	}
-	return http.StatusOK, map[string]any{"sessions": out}
 }

@@ -98,6 +98,7 @@ func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, d
 		s.subs = make(map[string]*broker.Subscription)
 	}
 	s.subs[sub.ID] = sub
+	s.srv.reg.subscribed(s, sub.Destination)
 	if release != nil {
 		if s.slots == nil {
 			s.slots = make(map[string]func())
@@ -111,6 +112,7 @@ func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, d
 // back its place in SubscriberSlots if it holds one.
 func (s *session) unsubscribe(id string, sub *broker.Subscription) {
 	s.srv.cfg.Broker.Unsubscribe(sub)
+	s.srv.reg.unsubscribed(s, sub.Destination)
 	if release := s.slots[id]; release != nil {
 		delete(s.slots, id)
 		release()

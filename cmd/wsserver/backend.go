@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -39,6 +40,7 @@ type backendSettings struct {
 	redisAllowEviction      bool
 	apiKey                  string
 	apiMaxBody              int
+	apiMaxPageSize          int
 }
 
 // backendFlags registers the settings of app destinations and the server
@@ -55,6 +57,7 @@ func (s *settings) backendFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.appTimeout, "app-timeout", server.DefaultAppTimeout, "bound on appending one app message; a slower or failed append ends the sender's session with ERROR \"backend unavailable\"")
 	fs.StringVar(&s.apiKey, "api-key", "", "bearer token of the server API under /api/v1/ on the admin listener (empty: no API)")
 	fs.IntVar(&s.apiMaxBody, "api-max-body", api.DefaultMaxBody, "largest message body the server API publishes, in bytes")
+	fs.IntVar(&s.apiMaxPageSize, "api-max-page-size", api.DefaultMaxPageSize, "most sessions one GET /api/v1/sessions returns (its largest limit); a larger limit is refused with 400")
 }
 
 // validateBackend checks the settings backendFlags registers.
@@ -88,6 +91,9 @@ func (s *settings) validateBackend() error {
 	}
 	if s.apiMaxBody <= 0 {
 		return badSetting("api-max-body", s.apiMaxBody, "must be positive")
+	}
+	if s.apiMaxPageSize <= 0 {
+		return badSetting("api-max-page-size", s.apiMaxPageSize, "must be positive")
 	}
 	if s.apiKey != "" && s.adminAddr == "" {
 		return badSetting("api-key", "(set)", "needs the admin listener (-admin-addr)")
@@ -171,7 +177,8 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 	cfg := api.Config{Server: a.stomp, Key: st.apiKey, MaxBody: st.apiMaxBody,
 		// A published message may carry as many headers as a client's
 		// SEND may: -max-headers.
-		MaxHeaders: st.maxHeaders, Observer: observer{a.metrics}, Logger: logger}
+		MaxHeaders: st.maxHeaders, MaxPageSize: st.apiMaxPageSize, Instance: instanceName(st.addr),
+		Observer: observer{a.metrics}, Logger: logger}
 	if a.fanout != nil {
 		cfg.Others = a.fanout
 	}
@@ -181,4 +188,15 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 	}
 	mux.Handle("/api/v1/", h)
 	return nil
+}
+
+// instanceName names this instance in the server API's session listing:
+// the host name and the public listener's port, so that two instances on
+// one host are told apart.
+func instanceName(addr string) string {
+	host, _ := os.Hostname()
+	if _, port, err := net.SplitHostPort(addr); err == nil && port != "" {
+		return host + ":" + port
+	}
+	return host
 }

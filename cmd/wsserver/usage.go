@@ -52,7 +52,7 @@ var flagSections = []flagSection{
 	{"Backend: app destinations and the server API", []string{
 		"app-prefix", "app-timeout", "app-stream", "app-stream-maxlen",
 		"app-stream-principal-bytes", "app-stream-address-bytes", "app-stream-total-bytes",
-		"app-redis-url", "redis-allow-eviction", "api-key", "api-max-body",
+		"app-redis-url", "redis-allow-eviction", "api-key", "api-max-body", "api-max-page-size",
 	}},
 	{"Operations: logs, metrics, draining, shutdown and processors", []string{
 		"log-level", "log-format", "metrics-destination-prefixes",

@@ -16,4 +16,12 @@
 //
 // The games live in the backend's memory: run one worker per stream, or
 // keep the state in Redis to share the group between workers.
+//
+// PageHandler serves a browser client (page/: HTML, script and style,
+// embedded, no build step) that plays these frames with @stomp/stompjs,
+// wsserver's own copy. It passes the page's WebSocket and that script on
+// to wsserver, keeping the Host the browser used, so that the page and
+// its WebSocket share one origin and wsserver's Origin check accepts them
+// without -allowed-origins. The command (cmd/tictactoe) serves it on
+// -web-addr: two tabs on it, joined to the same game, are its players.
 package tictactoe
