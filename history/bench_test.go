@@ -3,6 +3,9 @@ package history
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,4 +67,86 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
 	})
+}
+
+// BenchmarkRecoveryHerd has 1,000 subscriptions recover the same 100
+// missed messages of one destination at once, through one Redis: each
+// asks the Reader (coalesced) or the store itself (alone, the peer),
+// splices the result and counts as caught up when the 100 are emitted.
+// It reports the p50 and p99 time from subscribing to caught up (of the
+// recoveries that succeeded), the Redis reads per herd and the
+// recoveries that failed (a read that timed out) per herd.
+func BenchmarkRecoveryHerd(b *testing.B) {
+	rs := testredis.Start(b)
+	s := newTestRedisStore(b, rs.URL(), RedisConfig{})
+	const dest, clients, missed = "/topic/room.herd", 1000, 100
+	var last Position
+	for range 1000 {
+		last = mustAppend(b, s, dest, Retention{}, string(make([]byte, 100)))
+	}
+	start := Start{Kind: StartAt, Offset: last.Offset - missed + 1, Epoch: last.Epoch}
+	for _, v := range []struct {
+		name     string
+		interval time.Duration // 0: alone, no Reader
+	}{{"reader/interval=100ms", DefaultInterval}, {"reader/interval=20ms", 20 * time.Millisecond}, {"alone", 0}} {
+		coalesced := v.interval > 0
+		b.Run(v.name, func(b *testing.B) {
+			rd, err := NewReader(ReaderConfig{Store: s, Interval: max(v.interval, time.Millisecond)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer rd.Close()
+			reads0 := s.Stats().Reads
+			var lat []time.Duration
+			var mu sync.Mutex
+			var failed atomic.Int64
+			b.ResetTimer()
+			for range b.N {
+				// Herds come after a quiet spell, not back to back:
+				// the previous herd's read does not delay this one.
+				b.StopTimer()
+				time.Sleep(2 * DefaultInterval)
+				b.StartTimer()
+				var wg sync.WaitGroup
+				for range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						subscribed := time.Now()
+						var res Result
+						var err error
+						if coalesced {
+							res, err = rd.Since(context.Background(), dest, Retention{}, start, subscribed)
+						} else {
+							var snap Snapshot
+							snap, err = s.Tail(context.Background(), dest, DefaultMaxRecovery, Retention{})
+							res = Since(snap, start, DefaultMaxRecovery)
+						}
+						st := NewRecovery(0).Apply(res)
+						if err != nil || !st.Recovered || len(st.Emit) != missed {
+							failed.Add(1)
+							return
+						}
+						d := time.Since(subscribed)
+						mu.Lock()
+						lat = append(lat, d)
+						mu.Unlock()
+					}()
+				}
+				wg.Wait()
+			}
+			b.StopTimer()
+			if coalesced && failed.Load() > 0 {
+				b.Errorf("%d recoveries through the Reader failed", failed.Load())
+			}
+			slices.Sort(lat)
+			if len(lat) == 0 {
+				lat = []time.Duration{0}
+			}
+			b.ReportMetric(float64(failed.Load())/float64(b.N), "failed/herd")
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+			b.ReportMetric(float64(s.Stats().Reads-reads0)/float64(b.N), "reads/herd")
+		})
+	}
 }

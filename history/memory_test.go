@@ -32,7 +32,7 @@ func newTestMemoryStore(t *testing.T, cfg MemoryConfig) (*MemoryStore, *clock) {
 	return s, c
 }
 
-func mustAppend(t *testing.T, s Store, dest string, r Retention, data string) Position {
+func mustAppend(t testing.TB, s Store, dest string, r Retention, data string) Position {
 	t.Helper()
 	pos, err := s.Append(context.Background(), dest, []byte(data), r)
 	if err != nil {
@@ -41,7 +41,7 @@ func mustAppend(t *testing.T, s Store, dest string, r Retention, data string) Po
 	return pos
 }
 
-func mustTail(t *testing.T, s Store, dest string, limit int, r Retention) Snapshot {
+func mustTail(t testing.TB, s Store, dest string, limit int, r Retention) Snapshot {
 	t.Helper()
 	snap, err := s.Tail(context.Background(), dest, limit, r)
 	if err != nil {
