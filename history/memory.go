@@ -192,7 +192,7 @@ func (s *MemoryStore) removeLocked(e *list.Element) {
 
 // Tail returns dest's snapshot with at most limit newest entries; those
 // older than r.For are not retained. A destination with no history
-// returns the zero Snapshot (no epoch).
+// returns a Snapshot with no epoch, First 1 and Last 0.
 func (s *MemoryStore) Tail(ctx context.Context, dest string, limit int, r Retention) (Snapshot, error) {
 	if err := r.Validate(); err != nil {
 		return Snapshot{}, err
@@ -202,7 +202,7 @@ func (s *MemoryStore) Tail(ctx context.Context, dest string, limit int, r Retent
 	e, ok := s.dests[dest]
 	s.mu.Unlock()
 	if !ok {
-		return Snapshot{}, nil
+		return Snapshot{First: 1}, nil
 	}
 	h := e.Value.(*memHistory)
 	cutoff := s.now().Add(-r.For)

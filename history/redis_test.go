@@ -318,3 +318,45 @@ func TestNewRedisStoreRefuses(t *testing.T) {
 		}
 	}
 }
+
+// A failover to a replica, which may have missed the latest writes, is
+// a loss of continuity: the promoted master's history has another
+// epoch, so a client holding a position of the old one is told
+// epoch_changed instead of being handed offsets that could repeat.
+func TestRedisClusterFailover(t *testing.T) {
+	cl := testredis.StartClusterConfig(t, testredis.ClusterConfig{Replicas: 1, NodeTimeout: time.Second})
+	cfg := RedisConfig{Channel: clusterChannel, Tag: clusterTag, Sharded: true}
+	s := newTestRedisStore(t, cl.URL(), cfg)
+	const dest = "/topic/chat.failover"
+	var before Position
+	for i := range 50 {
+		before = mustAppend(t, s, dest, Retention{}, fmt.Sprint(i))
+	}
+	ctx := context.Background()
+	c := newTestClient(t, cl.URL())
+	meta, _ := s.Keys(dest)
+	slot, err := c.ClusterKeySlot(ctx, meta).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cl.SlotOwner(int(slot))
+	old.Kill()
+	cl.WaitFailover(int(slot), old, 30*time.Second)
+	var snap Snapshot
+	waitFor(t, func() bool {
+		c.(*redis.ClusterClient).ReloadState(ctx)
+		snap, err = s.Tail(ctx, dest, 100, Retention{})
+		return err == nil
+	})
+	if snap.Epoch == before.Epoch {
+		t.Fatalf("the promoted master continues epoch %s", snap.Epoch)
+	}
+	res := Since(snap, Start{Kind: StartAt, Offset: before.Offset + 1, Epoch: before.Epoch}, 100)
+	if res.Recovered || res.Reason != ReasonEpochChanged {
+		t.Fatalf("position of the old master: recovered %v %q, want epoch_changed", res.Recovered, res.Reason)
+	}
+	after := mustAppend(t, s, dest, Retention{}, "after")
+	if after.Epoch == before.Epoch || after.Offset != 1 {
+		t.Fatalf("append after the failover = %+v, want offset 1 of a new epoch", after)
+	}
+}

@@ -53,6 +53,9 @@ func Since(snap Snapshot, start Start, max int) Result {
 	if max < 1 {
 		max = DefaultMaxRecovery
 	}
+	if snap.First == 0 {
+		snap.First = 1 // the zero Snapshot: no history
+	}
 	res := Result{Next: Position{Offset: snap.Last + 1, Epoch: snap.Epoch}}
 	var from uint64
 	reason := ReasonNone

@@ -36,6 +36,8 @@ func TestSince(t *testing.T) {
 		{"last", full, Start{Kind: StartLast}, 5, 20, 1, true, ReasonNone},
 		{"last of empty", empty, Start{Kind: StartLast}, 5, 0, 0, true, ReasonNone},
 		{"last of none", none, Start{Kind: StartLast}, 5, 0, 0, true, ReasonNone},
+		{"first of none", none, Start{Kind: StartFirst}, 5, 0, 0, true, ReasonNone},
+		{"first of the zero Snapshot", Snapshot{}, Start{Kind: StartFirst}, 5, 0, 0, true, ReasonNone},
 		{"first", full, Start{Kind: StartFirst}, 10, 11, 10, true, ReasonNone},
 		{"first too many", full, Start{Kind: StartFirst}, 9, 0, 0, false, ReasonTooMany},
 		{"at 15", full, Start{Kind: StartAt, Offset: 15, Epoch: "E"}, 10, 15, 6, true, ReasonNone},
