@@ -122,7 +122,7 @@ func BenchmarkRecoveryHerd(b *testing.B) {
 							snap, err = s.Tail(context.Background(), dest, DefaultMaxRecovery, Retention{})
 							res = Since(snap, start, DefaultMaxRecovery)
 						}
-						st := NewRecovery(0).Apply(res)
+						st := NewRecovery(0, 0).Apply(res)
 						if err != nil || !st.Recovered || len(st.Emit) != missed {
 							failed.Add(1)
 							return

@@ -57,7 +57,7 @@
 // live messages as they come. What could break the join is reported,
 // not skipped: a held message that does not follow the replay (a lost
 // Pub/Sub message, an epoch change between the two), more held messages
-// than MaxBuffer (ReasonOverrun, settled at once so the hold stays
+// than its buffer holds (ReasonOverrun, settled at once so the hold stays
 // bounded), and, once live, a message that skips offsets or changes
 // epoch (Step.Gap, after which the subscription can recover again).
 //
@@ -131,7 +131,8 @@
 //	Retention.Keep                1000     DefaultKeep: a busy room's last minutes
 //	Retention.For                 10m      DefaultFor: a network change or a deploy
 //	Reader.MaxRecovery            1000     DefaultMaxRecovery (-recovery-max): one history
-//	Recovery MaxBuffer            1000     DefaultMaxBuffer: live messages held during a read
+//	NewRecovery maxBuffer         1000     DefaultMaxBuffer: live messages held during a read
+//	NewRecovery maxBytes          4 MiB    DefaultMaxBufferBytes: a session's outbound queue
 //	Reader.Interval               100ms    DefaultInterval: reads per room per instance
 //	Reader.MaxFlights             1024     DefaultMaxFlights: rooms read at once
 //	MemoryConfig.MaxDestinations  10000    DefaultMaxDestinations

@@ -36,7 +36,7 @@ func ExampleSince() {
 // A Recovery joins the replay and the live messages that arrived while
 // the history was read: offset 4 came both ways and is emitted once.
 func ExampleRecovery() {
-	rc := history.NewRecovery(0)
+	rc := history.NewRecovery(0, 0)
 	rc.Live(history.Message{Offset: 4, Epoch: "E"}) // held
 	rc.Live(history.Message{Offset: 5, Epoch: "E"}) // held
 	st := rc.Apply(history.Result{

@@ -1,10 +1,19 @@
 package history
 
-// DefaultMaxBuffer is how many live messages a Recovery holds while its
-// history read is under way: a read takes milliseconds, during which a
-// busy room publishes a handful; a thousand leaves room for a slow
-// Redis and bounds what one subscription holds at one replay's worth.
-const DefaultMaxBuffer = 1000
+// Defaults of NewRecovery.
+const (
+	// DefaultMaxBuffer is how many live messages a Recovery holds while
+	// its history read is under way: a read takes milliseconds, during
+	// which a busy room publishes a handful; a thousand leaves room for
+	// a slow Redis and bounds what one subscription holds at one
+	// replay's worth.
+	DefaultMaxBuffer = 1000
+	// DefaultMaxBufferBytes bounds the bytes of those messages: 4 MiB,
+	// a session's outbound queue (the server's DefaultOutboundBytes),
+	// which is where they go next; holding more than it takes would
+	// only close the session as a slow consumer later.
+	DefaultMaxBufferBytes = 4 << 20
+)
 
 // Message is a message with its position, as delivered: live from the
 // broker (the frame's offset and epoch) or replayed from history.
@@ -46,16 +55,18 @@ type Step struct {
 // The model: every message published after the registration reaches
 // Live, and every message published before the read began is in the
 // read, so the two overlap and their union has no hole. What breaks it
-// is reported, never skipped silently: held messages past MaxBuffer
-// (ReasonOverrun, settled at once; live delivery continues), an epoch
-// or offset that does not follow (Gap).
+// is reported, never skipped silently: held messages past the buffer's
+// bounds (ReasonOverrun, settled at once; live delivery continues), an
+// epoch or offset that does not follow (Gap).
 //
 // A Recovery is pure logic with no clock and no lock: its subscription
 // calls it from one goroutine at a time.
 type Recovery struct {
 	maxBuffer int
+	maxBytes  int
 	settled   bool
 	held      []Message
+	heldBytes int
 	// next is the position the next emitted message must have once
 	// settled; next.Epoch is empty until an epoch is known, and
 	// next.Offset zero when any offset may come first.
@@ -63,12 +74,16 @@ type Recovery struct {
 }
 
 // NewRecovery returns a Recovery that holds at most maxBuffer live
-// messages before Apply; maxBuffer below 1 means DefaultMaxBuffer.
-func NewRecovery(maxBuffer int) *Recovery {
+// messages of at most maxBytes bytes of Data in all before Apply; below
+// 1 means DefaultMaxBuffer and DefaultMaxBufferBytes.
+func NewRecovery(maxBuffer, maxBytes int) *Recovery {
 	if maxBuffer < 1 {
 		maxBuffer = DefaultMaxBuffer
 	}
-	return &Recovery{maxBuffer: maxBuffer}
+	if maxBytes < 1 {
+		maxBytes = DefaultMaxBufferBytes
+	}
+	return &Recovery{maxBuffer: maxBuffer, maxBytes: maxBytes}
 }
 
 // Settled reports whether Apply (or an overrun) settled the recovery.
@@ -77,15 +92,16 @@ func (r *Recovery) Settled() bool { return r.settled }
 // Live takes one live message, in the order the broker delivered them.
 func (r *Recovery) Live(m Message) Step {
 	if !r.settled {
-		if len(r.held) < r.maxBuffer {
+		if len(r.held) < r.maxBuffer && r.heldBytes+len(m.Data) <= r.maxBytes {
 			r.held = append(r.held, m)
+			r.heldBytes += len(m.Data)
 			return Step{}
 		}
 		// The replay cannot be spliced any more: say so at once and go
 		// live from here. What was held is delivered; what the replay
 		// would have added is not.
 		emit := append(r.held, m)
-		r.held = nil
+		r.held, r.heldBytes = nil, 0
 		r.settled = true
 		r.next = Position{Offset: m.Offset + 1, Epoch: m.Epoch}
 		return Step{Emit: emit, Decided: true, Reason: ReasonOverrun}
@@ -131,7 +147,7 @@ func (r *Recovery) Apply(res Result) Step {
 	r.settled = true
 	st := Step{Decided: true, Recovered: res.Recovered, Reason: res.Reason}
 	held := r.held
-	r.held = nil
+	r.held, r.heldBytes = nil, 0
 	if len(res.Entries) > 0 {
 		st.Emit = make([]Message, 0, len(res.Entries)+len(held))
 		for _, e := range res.Entries {

@@ -92,7 +92,7 @@ func TestRecoverySteps(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := NewRecovery(tc.maxBuffer)
+			r := NewRecovery(tc.maxBuffer, 0)
 			for i, e := range tc.events {
 				var st Step
 				if e.apply != nil {
@@ -112,5 +112,21 @@ func TestRecoverySteps(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The buffer is bounded in bytes as well as messages.
+func TestRecoveryOverrunBytes(t *testing.T) {
+	t.Parallel()
+	r := NewRecovery(100, 10)
+	if st := r.Live(Message{Offset: 1, Epoch: "E", Data: make([]byte, 6)}); st.Decided {
+		t.Fatal("6 bytes of 10 settled the recovery")
+	}
+	st := r.Live(Message{Offset: 2, Epoch: "E", Data: make([]byte, 5)})
+	if !st.Decided || st.Recovered || st.Reason != ReasonOverrun || len(st.Emit) != 2 {
+		t.Fatalf("11 bytes of 10: %+v, want overrun with both emitted", st)
+	}
+	if st := r.Apply(Result{Recovered: true}); st.Decided || len(st.Emit) != 0 {
+		t.Fatalf("Apply after an overrun = %+v, want nothing", st)
 	}
 }

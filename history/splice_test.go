@@ -37,7 +37,7 @@ func (h *hub) deliver(m Message) {
 func splice(t *testing.T, rd *Reader, live <-chan Message, dest string, start Start, want int) ([]uint64, Step) {
 	t.Helper()
 	subscribed := time.Now()
-	rc := NewRecovery(10 * want)
+	rc := NewRecovery(10*want, 0)
 	var got []uint64
 	var decided Step
 	take := func(st Step) {
