@@ -334,10 +334,17 @@ func TestRedisClusterFailover(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := newTestClient(t, cl.URL())
-	meta, _ := s.Keys(dest)
+	meta, stream := s.Keys(dest)
 	slot, err := c.ClusterKeySlot(ctx, meta).Result()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The keys and the channel share a slot, which SPUBLISH from the
+	// script needs.
+	for _, k := range []string{stream, cfg.Channel(dest)} {
+		if other := c.ClusterKeySlot(ctx, k).Val(); other != slot {
+			t.Fatalf("%s is in slot %d, %s in %d", k, other, meta, slot)
+		}
 	}
 	old := cl.SlotOwner(int(slot))
 	old.Kill()
