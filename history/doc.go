@@ -68,38 +68,21 @@
 // answered by it. A read is the newest MaxRecovery entries, which
 // answers every start at once.
 //
-// # Redis layout
+// # Stores
 //
-// Each destination has two keys sharing one hash tag, so that one
-// script can touch both on Redis Cluster:
-//
-//	<prefix>hist:{<dest>}:m   hash: e epoch, l last offset, t Redis ms of
-//	                          the last append, r run_id of its writer
-//	<prefix>hist:{<dest>}:s   stream: entry <offset>-0, fields t, d
-//
-// With RedisConfig.Tag the tag is the relay's shard group and the
-// destination follows it (<prefix>hist:{<group>}<dest>:m), so that the
-// keys share a slot with the relay's sharded channel and the script can
-// SPUBLISH on it. append.lua, for the destinations of one slot at once,
-// reads the meta hash, starts a new epoch if continuity was lost,
-// assigns the next offsets, XADDs each message with MAXLEN ~ Keep,
-// PUBLISHes (SPUBLISH on Cluster) its frame, trims entries older than
-// For every 32 offsets, sets the stream to expire For after the append
-// and the meta hash EpochTTL after it, all atomically: history order is
-// delivery order, on every instance, whichever instance published.
-// Clocks are Redis TIME. tail.lua reads the newest entries the same
-// way, skipping entries older than For that no append trimmed yet.
-//
-// The Publisher sends what is queued as one pipeline, one script run
-// per hash slot in the batch (one in all off Cluster), never waiting in
-// the caller's path. A run refused with NOSCRIPT is sent again with the
-// script; any other failure is counted and not retried, since a run that
-// timed out may have appended.
+// MemoryStore keeps histories in process memory, for a single instance.
+// Package history/streams keeps them in Redis Streams, shared by every
+// instance, with one script that assigns the offset, appends and
+// publishes, so that history order is delivery order everywhere; its
+// documentation gives the key layout and the script. This package, like
+// the server's core, builds on the standard library alone, so that the
+// server can use Since, Recovery and Reader without importing Redis.
 //
 // # Frames and trust
 //
-// append.lua publishes each message as a frame (see AppendFrame): the
-// byte FrameVersion (3), the offset, the epoch, then the payload exactly
+// The Redis store's script publishes each message as a frame (see
+// AppendFrame): the byte FrameVersion (3), the offset, the epoch, then
+// the payload exactly
 // as the publishing instance handed it over, which is the relay's
 // signed payload (HMAC-SHA256 with the shared key over the instance id,
 // destination, headers, body and timestamp). The stream stores that
@@ -137,14 +120,13 @@
 //	Reader.MaxFlights             1024     DefaultMaxFlights: rooms read at once
 //	MemoryConfig.MaxDestinations  10000    DefaultMaxDestinations
 //	MemoryConfig.MaxBytes         64 MiB   DefaultMaxBytes
-//	RedisConfig.EpochTTL          24h      DefaultEpochTTL: quiet rooms keep their epoch
-//	RedisConfig.Timeout           1s       DefaultTimeout: one script or pipeline
-//	PublisherConfig.QueueSize     8192     DefaultQueueSize, as the relay's queue
-//	PublisherConfig.QueueBytes    32 MiB   DefaultQueueBytes
-//	PublisherConfig.BatchSize     256      DefaultBatchSize
+//	streams.Config.EpochTTL       24h      quiet rooms keep their epoch
+//	streams.Config.Timeout        1s       one script or pipeline
+//	streams.PublisherConfig       8192 messages, 32 MiB, batches of 256, as the relay's queue
 //	MaxKeep, MaxFor               100000, 24h: the most a Retention may ask
 //	MaxEpochLen                   64       epochs on the wire and in headers
 //
 // Each component counts what it does in a Stats struct (MemoryStats,
-// RedisStats, PublisherStats, ReaderStats) for the metrics package.
+// ReaderStats; streams.StoreStats, streams.PublisherStats) for the
+// metrics package.
 package history

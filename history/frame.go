@@ -55,14 +55,15 @@ func DecodeFrame(p string) (pos Position, payload string, ok bool) {
 		return Position{}, "", false
 	}
 	epoch := d.s[:n]
-	if !validEpoch(epoch) {
+	if !ValidEpoch(epoch) {
 		return Position{}, "", false
 	}
 	return Position{Offset: off, Epoch: epoch}, d.s[n:], true
 }
 
-// validEpoch reports whether e may be an epoch.
-func validEpoch(e string) bool {
+// ValidEpoch reports whether e may be an epoch: 1 to MaxEpochLen
+// printable ASCII bytes.
+func ValidEpoch(e string) bool {
 	if e == "" || len(e) > MaxEpochLen {
 		return false
 	}

@@ -129,7 +129,7 @@ func (s *MemoryStore) AppendDeliver(dest string, data []byte, r Retention, deliv
 	if err := r.Validate(); err != nil {
 		return Position{}, err
 	}
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	h := s.history(dest)
 	now := s.now()
 	h.mu.Lock()
@@ -197,7 +197,7 @@ func (s *MemoryStore) Tail(ctx context.Context, dest string, limit int, r Retent
 	if err := r.Validate(); err != nil {
 		return Snapshot{}, err
 	}
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	s.mu.Lock()
 	e, ok := s.dests[dest]
 	s.mu.Unlock()

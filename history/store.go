@@ -42,8 +42,8 @@ type Retention struct {
 	For time.Duration
 }
 
-// withDefaults returns r with its zero fields filled.
-func (r Retention) withDefaults() Retention {
+// WithDefaults returns r with its zero fields filled.
+func (r Retention) WithDefaults() Retention {
 	if r.Keep == 0 {
 		r.Keep = DefaultKeep
 	}
@@ -64,8 +64,9 @@ func (r Retention) Validate() error {
 	return nil
 }
 
-// Store holds the histories of destinations. MemoryStore and RedisStore
-// implement it; Reader reads through it.
+// Store holds the histories of destinations. MemoryStore and
+// streams.Store (Redis Streams, in package history/streams) implement it;
+// Reader reads through it.
 type Store interface {
 	// Append adds data as dest's next message, kept as r says, and
 	// returns its position. The store owns data afterwards.

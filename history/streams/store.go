@@ -1,4 +1,4 @@
-package history
+package streams
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/fallback"
 	"github.com/stompgate/stompgate/internal/randid"
 )
 
-// Defaults of RedisConfig.
+// Defaults of Config.
 const (
 	// DefaultPrefix starts every key.
 	DefaultPrefix = "stompgate:"
@@ -45,8 +46,8 @@ var (
 	tailScript   = redis.NewScript(preludeLua + tailLua)
 )
 
-// RedisConfig configures a RedisStore. Client is required.
-type RedisConfig struct {
+// Config configures a Store. Client is required.
+type Config struct {
 	// Client is the connection to Redis: a single node, Sentinel or
 	// Cluster client (internal/redisclient builds one from a URL). Its
 	// options must have ContextTimeoutEnabled set.
@@ -75,14 +76,14 @@ type RedisConfig struct {
 	EpochTTL time.Duration
 }
 
-// RedisStore keeps histories in Redis Streams, shared by every instance
+// Store keeps histories in Redis Streams, shared by every instance
 // (see the package documentation for the model and the keys). Each
 // append runs append.lua, which assigns offsets, adds the entries and
 // publishes them in one atomic step.
 //
-// A RedisStore is safe for concurrent use. It does not close Client.
-type RedisStore struct {
-	cfg RedisConfig
+// A Store is safe for concurrent use. It does not close Client.
+type Store struct {
+	cfg Config
 
 	nAppended atomic.Uint64 // messages appended
 	reads     atomic.Uint64 // Tail calls that reached Redis
@@ -90,40 +91,40 @@ type RedisStore struct {
 	errors    atomic.Uint64 // calls that failed
 }
 
-// NewRedisStore returns a RedisStore configured by cfg. It does not
+// New returns a Store configured by cfg. It does not
 // contact Redis.
-func NewRedisStore(cfg RedisConfig) (*RedisStore, error) {
+func New(cfg Config) (*Store, error) {
 	if cfg.Client == nil {
-		return nil, configErrorf("RedisConfig.Client is nil")
+		return nil, configErrorf("Config.Client is nil")
 	}
 	if !fallback.ContextTimeoutEnabled(cfg.Client) {
-		return nil, configErrorf("RedisConfig.Client has ContextTimeoutEnabled false: a hung Redis would hold a recovery past Timeout")
+		return nil, configErrorf("Config.Client has ContextTimeoutEnabled false: a hung Redis would hold a recovery past Timeout")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = DefaultPrefix
 	}
 	if strings.ContainsAny(cfg.Prefix, "{}") {
-		return nil, configErrorf("RedisConfig.Prefix %q contains a brace", cfg.Prefix)
+		return nil, configErrorf("Config.Prefix %q contains a brace", cfg.Prefix)
 	}
 	if cfg.Timeout < 0 {
-		return nil, configErrorf("RedisConfig.Timeout %v is negative", cfg.Timeout)
+		return nil, configErrorf("Config.Timeout %v is negative", cfg.Timeout)
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.EpochTTL < 0 {
-		return nil, configErrorf("RedisConfig.EpochTTL %v is negative", cfg.EpochTTL)
+		return nil, configErrorf("Config.EpochTTL %v is negative", cfg.EpochTTL)
 	}
 	if cfg.EpochTTL == 0 {
 		cfg.EpochTTL = DefaultEpochTTL
 	}
-	return &RedisStore{cfg: cfg}, nil
+	return &Store{cfg: cfg}, nil
 }
 
-var _ Store = (*RedisStore)(nil)
+var _ history.Store = (*Store)(nil)
 
 // Keys returns dest's meta hash and stream keys, which share a hash tag.
-func (s *RedisStore) Keys(dest string) (meta, stream string) {
+func (s *Store) Keys(dest string) (meta, stream string) {
 	base := s.cfg.Prefix + "hist:{" + dest + "}"
 	if s.cfg.Tag != nil {
 		base = s.cfg.Prefix + "hist:{" + s.cfg.Tag(dest) + "}" + dest
@@ -134,12 +135,12 @@ func (s *RedisStore) Keys(dest string) (meta, stream string) {
 // destArgs is one destination's part of an append.lua call.
 type destArgs struct {
 	dest     string
-	r        Retention
+	r        history.Retention
 	payloads [][]byte
 }
 
 // appendCall returns append.lua's keys and arguments for ds.
-func (s *RedisStore) appendCall(ds []*destArgs) (keys []string, args []any) {
+func (s *Store) appendCall(ds []*destArgs) (keys []string, args []any) {
 	keys = make([]string, 0, 2*len(ds))
 	n := 3
 	for _, d := range ds {
@@ -169,25 +170,25 @@ func (s *RedisStore) appendCall(ds []*destArgs) (keys []string, args []any) {
 // Append adds data as dest's next message and, if Channel is set,
 // publishes its frame, in one script run bounded by Timeout. The
 // Publisher does the same for many messages per round trip.
-func (s *RedisStore) Append(ctx context.Context, dest string, data []byte, r Retention) (Position, error) {
+func (s *Store) Append(ctx context.Context, dest string, data []byte, r history.Retention) (history.Position, error) {
 	if dest == "" {
-		return Position{}, ErrEmptyDestination
+		return history.Position{}, history.ErrEmptyDestination
 	}
 	if err := r.Validate(); err != nil {
-		return Position{}, err
+		return history.Position{}, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	keys, args := s.appendCall([]*destArgs{{dest: dest, r: r.withDefaults(), payloads: [][]byte{data}}})
+	keys, args := s.appendCall([]*destArgs{{dest: dest, r: r.WithDefaults(), payloads: [][]byte{data}}})
 	v, err := appendScript.Run(ctx, s.cfg.Client, keys, args...).Slice()
 	if err != nil {
 		s.errors.Add(1)
 		fallback.FollowCluster(s.cfg.Client)
-		return Position{}, fmt.Errorf("history: redis append: %w", err)
+		return history.Position{}, fmt.Errorf("streams: redis append: %w", err)
 	}
 	if len(v) != 3 {
 		s.errors.Add(1)
-		return Position{}, fmt.Errorf("history: redis append: script returned %d values, want 3", len(v))
+		return history.Position{}, fmt.Errorf("streams: redis append: script returned %d values, want 3", len(v))
 	}
 	pos, err := s.appended(v, 1)
 	if err != nil {
@@ -198,28 +199,28 @@ func (s *RedisStore) Append(ctx context.Context, dest string, data []byte, r Ret
 
 // appended reads one destination's triple of append.lua's answer, for n
 // messages, and counts them.
-func (s *RedisStore) appended(v []any, n int) (Position, error) {
+func (s *Store) appended(v []any, n int) (history.Position, error) {
 	epoch, _ := v[0].(string)
 	first, _ := v[1].(int64)
 	started, _ := v[2].(int64)
-	if !validEpoch(epoch) || first < 1 {
-		return Position{}, fmt.Errorf("history: redis append: script returned epoch %q offset %d", epoch, first)
+	if !history.ValidEpoch(epoch) || first < 1 {
+		return history.Position{}, fmt.Errorf("streams: redis append: script returned epoch %q offset %d", epoch, first)
 	}
 	s.nAppended.Add(uint64(n))
 	if started == 1 {
 		s.epochs.Add(1)
 	}
-	return Position{Offset: uint64(first), Epoch: epoch}, nil
+	return history.Position{Offset: uint64(first), Epoch: epoch}, nil
 }
 
 // Tail returns dest's snapshot with at most limit newest entries, in
 // one script run bounded by Timeout. A destination whose history lost
 // continuity gets a new epoch here, as it would on its next append.
-func (s *RedisStore) Tail(ctx context.Context, dest string, limit int, r Retention) (Snapshot, error) {
+func (s *Store) Tail(ctx context.Context, dest string, limit int, r history.Retention) (history.Snapshot, error) {
 	if err := r.Validate(); err != nil {
-		return Snapshot{}, err
+		return history.Snapshot{}, err
 	}
-	r = r.withDefaults()
+	r = r.WithDefaults()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	meta, stream := s.Keys(dest)
@@ -229,7 +230,7 @@ func (s *RedisStore) Tail(ctx context.Context, dest string, limit int, r Retenti
 	if err != nil {
 		s.errors.Add(1)
 		fallback.FollowCluster(s.cfg.Client)
-		return Snapshot{}, fmt.Errorf("history: redis tail: %w", err)
+		return history.Snapshot{}, fmt.Errorf("streams: redis tail: %w", err)
 	}
 	snap, started, err := parseTail(v)
 	if err != nil {
@@ -242,31 +243,31 @@ func (s *RedisStore) Tail(ctx context.Context, dest string, limit int, r Retenti
 }
 
 // parseTail reads tail.lua's answer, and whether it started an epoch.
-func parseTail(v []any) (Snapshot, bool, error) {
+func parseTail(v []any) (history.Snapshot, bool, error) {
 	if len(v) < 4 || len(v)%2 != 0 {
-		return Snapshot{}, false, fmt.Errorf("history: redis tail: script returned %d values", len(v))
+		return history.Snapshot{}, false, fmt.Errorf("streams: redis tail: script returned %d values", len(v))
 	}
 	epoch, _ := v[0].(string)
 	last, _ := v[1].(int64)
 	first, _ := v[2].(int64)
 	started, _ := v[3].(int64)
-	if (epoch != "" && !validEpoch(epoch)) || last < 0 || first < 1 {
-		return Snapshot{}, false, fmt.Errorf("history: redis tail: script returned epoch %q last %d first %d", epoch, last, first)
+	if (epoch != "" && !history.ValidEpoch(epoch)) || last < 0 || first < 1 {
+		return history.Snapshot{}, false, fmt.Errorf("streams: redis tail: script returned epoch %q last %d first %d", epoch, last, first)
 	}
-	snap := Snapshot{Epoch: epoch, Last: uint64(last), First: uint64(first)}
+	snap := history.Snapshot{Epoch: epoch, Last: uint64(last), First: uint64(first)}
 	if n := (len(v) - 4) / 2; n > 0 {
-		snap.Entries = make([]Entry, 0, n)
+		snap.Entries = make([]history.Entry, 0, n)
 		for i := 4; i < len(v); i += 2 {
 			off, _ := v[i].(int64)
 			data, _ := v[i+1].(string)
-			snap.Entries = append(snap.Entries, Entry{Offset: uint64(off), Data: []byte(data)})
+			snap.Entries = append(snap.Entries, history.Entry{Offset: uint64(off), Data: []byte(data)})
 		}
 	}
 	return snap, started == 1, nil
 }
 
-// RedisStats counts what a RedisStore did.
-type RedisStats struct {
+// StoreStats counts what a Store did.
+type StoreStats struct {
 	// Appended counts messages appended (by Append and the Publisher).
 	Appended uint64
 	// Reads counts Tail calls sent to Redis.
@@ -279,8 +280,8 @@ type RedisStats struct {
 }
 
 // Stats returns the store's counters.
-func (s *RedisStore) Stats() RedisStats {
-	return RedisStats{
+func (s *Store) Stats() StoreStats {
+	return StoreStats{
 		Appended: s.nAppended.Load(),
 		Reads:    s.reads.Load(),
 		Epochs:   s.epochs.Load(),
@@ -289,7 +290,7 @@ func (s *RedisStore) Stats() RedisStats {
 }
 
 // tag returns dest's hash tag.
-func (s *RedisStore) tag(dest string) string {
+func (s *Store) tag(dest string) string {
 	if s.cfg.Tag != nil {
 		return s.cfg.Tag(dest)
 	}

@@ -1,4 +1,4 @@
-package history
+package streams
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -25,17 +26,17 @@ func clusterChannel(dest string) string {
 }
 
 // redisTarget is a Redis to run a test against: a single instance or a
-// cluster, with the RedisConfig the relay would pair with it.
+// cluster, with the Config the relay would pair with it.
 type redisTarget struct {
 	name string
 	url  string
-	cfg  RedisConfig
+	cfg  Config
 	sub  func(ctx context.Context, c redis.UniversalClient, ch string) *redis.PubSub
 }
 
 func single(t *testing.T) redisTarget {
 	rs := testredis.Start(t)
-	return redisTarget{"single", rs.URL(), RedisConfig{Channel: channelOf},
+	return redisTarget{"single", rs.URL(), Config{Channel: channelOf},
 		func(ctx context.Context, c redis.UniversalClient, ch string) *redis.PubSub {
 			return c.Subscribe(ctx, ch)
 		}}
@@ -43,7 +44,7 @@ func single(t *testing.T) redisTarget {
 
 func cluster(t *testing.T) redisTarget {
 	cl := testredis.StartCluster(t)
-	return redisTarget{"cluster", cl.URL(), RedisConfig{Channel: clusterChannel, Tag: clusterTag, Sharded: true},
+	return redisTarget{"cluster", cl.URL(), Config{Channel: clusterChannel, Tag: clusterTag, Sharded: true},
 		func(ctx context.Context, c redis.UniversalClient, ch string) *redis.PubSub {
 			return c.SSubscribe(ctx, ch)
 		}}
@@ -62,18 +63,18 @@ func forEachRedis(t *testing.T, f func(t *testing.T, rt redisTarget)) {
 // those 1,000, in order, once each, recovered.
 func TestRedisAwayAndBack(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rt redisTarget) {
-		s := newTestRedisStore(t, rt.url, rt.cfg)
+		s := newTestStore(t, rt.url, rt.cfg)
 		const dest = "/topic/chat.away"
-		var seen Position
+		var seen history.Position
 		for i := 1; i <= 10; i++ {
-			seen = mustAppend(t, s, dest, Retention{}, fmt.Sprint(i))
+			seen = mustAppend(t, s, dest, history.Retention{}, fmt.Sprint(i))
 		}
 		p, err := s.NewPublisher(PublisherConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 11; i <= 1010; i++ {
-			if !p.Publish(dest, []byte(fmt.Sprint(i)), Retention{}) {
+			if !p.Publish(dest, []byte(fmt.Sprint(i)), history.Retention{}) {
 				t.Fatalf("Publish %d refused", i)
 			}
 		}
@@ -81,14 +82,14 @@ func TestRedisAwayAndBack(t *testing.T) {
 		if st := p.Stats(); st.Published != 1000 || st.Failed != 0 || st.Dropped != 0 {
 			t.Fatalf("Publisher stats %+v, want 1000 published", st)
 		}
-		rd, err := NewReader(ReaderConfig{Store: s})
+		rd, err := history.NewReader(history.ReaderConfig{Store: s})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rd.Close()
-		res, err := rd.Since(context.Background(), dest, Retention{}, Start{Kind: StartAt, Offset: seen.Offset + 1, Epoch: seen.Epoch}, time.Now())
+		res, err := rd.Since(context.Background(), dest, history.Retention{}, history.Start{Kind: history.StartAt, Offset: seen.Offset + 1, Epoch: seen.Epoch}, time.Now())
 		if err != nil || !res.Recovered {
-			t.Fatalf("Since = recovered %v %q, %v", res.Recovered, res.Reason, err)
+			t.Fatalf("history.Since = recovered %v %q, %v", res.Recovered, res.Reason, err)
 		}
 		if len(res.Entries) != 1000 {
 			t.Fatalf("replayed %d messages, want 1000", len(res.Entries))
@@ -99,18 +100,18 @@ func TestRedisAwayAndBack(t *testing.T) {
 			}
 		}
 		// One more than -recovery-max is refused, not cut.
-		res, _ = rd.Since(context.Background(), dest, Retention{}, Start{Kind: StartAt, Offset: seen.Offset, Epoch: seen.Epoch}, time.Now())
-		if res.Recovered || res.Reason != ReasonTooMany || len(res.Entries) != 0 {
+		res, _ = rd.Since(context.Background(), dest, history.Retention{}, history.Start{Kind: history.StartAt, Offset: seen.Offset, Epoch: seen.Epoch}, time.Now())
+		if res.Recovered || res.Reason != history.ReasonTooMany || len(res.Entries) != 0 {
 			t.Fatalf("1001 missed: recovered %v %q %d entries, want too_many and none", res.Recovered, res.Reason, len(res.Entries))
 		}
 	})
 }
 
-// What append.lua publishes is a frame AppendFrame would make, with the
+// What append.lua publishes is a frame history.AppendFrame would make, with the
 // position the append returned.
 func TestRedisPublishesFrames(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rt redisTarget) {
-		s := newTestRedisStore(t, rt.url, rt.cfg)
+		s := newTestStore(t, rt.url, rt.cfg)
 		c := newTestClient(t, rt.url)
 		const dest = "/topic/frames"
 		ctx := context.Background()
@@ -121,12 +122,12 @@ func TestRedisPublishesFrames(t *testing.T) {
 		}
 		for i := range 300 { // offsets past one varint byte
 			payload := fmt.Appendf(nil, "\x02payload %d", i)
-			pos := mustAppend(t, s, dest, Retention{}, string(payload))
+			pos := mustAppend(t, s, dest, history.Retention{}, string(payload))
 			m, err := ps.ReceiveMessage(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.Payload != string(AppendFrame(nil, pos, payload)) {
+			if m.Payload != string(history.AppendFrame(nil, pos, payload)) {
 				t.Fatalf("published %q, want the frame of %+v", m.Payload, pos)
 			}
 		}
@@ -136,25 +137,25 @@ func TestRedisPublishesFrames(t *testing.T) {
 // A position older than what is kept is trimmed, by count and by age.
 func TestRedisTrimmed(t *testing.T) {
 	rs := testredis.Start(t)
-	s := newTestRedisStore(t, rs.URL(), RedisConfig{})
-	keep := Retention{Keep: 100}
+	s := newTestStore(t, rs.URL(), Config{})
+	keep := history.Retention{Keep: 100}
 	first := mustAppend(t, s, "/topic/t", keep, "1")
 	for range 999 {
 		mustAppend(t, s, "/topic/t", keep, "m")
 	}
 	snap := mustTail(t, s, "/topic/t", 1000, keep)
-	if res := Since(snap, Start{Kind: StartAt, Offset: 1, Epoch: first.Epoch}, 1000); res.Reason != ReasonTrimmed {
+	if res := history.Since(snap, history.Start{Kind: history.StartAt, Offset: 1, Epoch: first.Epoch}, 1000); res.Reason != history.ReasonTrimmed {
 		t.Fatalf("offset 1 of 1000 with keep 100: reason %q, want trimmed (first %d)", res.Reason, snap.First)
 	}
 	if snap.First < 2 || snap.First > 901 {
 		t.Fatalf("keep 100 retained from %d, want 901 or somewhat before (MAXLEN ~)", snap.First)
 	}
 	// By age: an entry older than For is not handed out, and goes.
-	young := Retention{For: 200 * time.Millisecond}
+	young := history.Retention{For: 200 * time.Millisecond}
 	a := mustAppend(t, s, "/topic/age", young, "old")
 	waitFor(t, func() bool { return mustTail(t, s, "/topic/age", 10, young).First > a.Offset })
 	snap = mustTail(t, s, "/topic/age", 10, young)
-	if res := Since(snap, Start{Kind: StartAt, Offset: 1, Epoch: a.Epoch}, 10); res.Reason != ReasonTrimmed && res.Reason != ReasonEpochChanged {
+	if res := history.Since(snap, history.Start{Kind: history.StartAt, Offset: 1, Epoch: a.Epoch}, 10); res.Reason != history.ReasonTrimmed && res.Reason != history.ReasonEpochChanged {
 		t.Fatalf("aged out: reason %q, want trimmed", res.Reason)
 	}
 }
@@ -165,7 +166,7 @@ func TestRedisTrimmed(t *testing.T) {
 // be there, another Redis process (a failover) having written it.
 func TestRedisEpochChanges(t *testing.T) {
 	rs := testredis.Start(t)
-	s := newTestRedisStore(t, rs.URL(), RedisConfig{})
+	s := newTestStore(t, rs.URL(), Config{})
 	c := newTestClient(t, rs.URL())
 	ctx := context.Background()
 	const dest = "/topic/e"
@@ -180,18 +181,18 @@ func TestRedisEpochChanges(t *testing.T) {
 		{"written by another process", func() { c.HSet(ctx, meta, "r", "0123456789abcdef") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := mustAppend(t, s, dest, Retention{}, "a")
-			mustAppend(t, s, dest, Retention{}, "b")
+			before := mustAppend(t, s, dest, history.Retention{}, "a")
+			mustAppend(t, s, dest, history.Retention{}, "b")
 			epochs := s.Stats().Epochs
 			tc.lose()
-			snap := mustTail(t, s, dest, 10, Retention{})
+			snap := mustTail(t, s, dest, 10, history.Retention{})
 			if snap.Epoch == before.Epoch {
 				t.Fatalf("epoch %s kept after continuity was lost", snap.Epoch)
 			}
-			if res := Since(snap, Start{Kind: StartAt, Offset: 3, Epoch: before.Epoch}, 10); res.Recovered || res.Reason != ReasonEpochChanged {
+			if res := history.Since(snap, history.Start{Kind: history.StartAt, Offset: 3, Epoch: before.Epoch}, 10); res.Recovered || res.Reason != history.ReasonEpochChanged {
 				t.Fatalf("old position: recovered %v %q, want epoch_changed", res.Recovered, res.Reason)
 			}
-			after := mustAppend(t, s, dest, Retention{}, "c")
+			after := mustAppend(t, s, dest, history.Retention{}, "c")
 			if after.Epoch == before.Epoch || after.Offset != 1 && after.Offset != snap.Last+1 {
 				t.Fatalf("append after the loss = %+v, want a new epoch", after)
 			}
@@ -206,14 +207,14 @@ func TestRedisEpochChanges(t *testing.T) {
 // longer than For from a room where nothing was said is still recovered.
 func TestRedisIdleKeepsEpoch(t *testing.T) {
 	rs := testredis.Start(t)
-	s := newTestRedisStore(t, rs.URL(), RedisConfig{})
-	r := Retention{For: 100 * time.Millisecond}
+	s := newTestStore(t, rs.URL(), Config{})
+	r := history.Retention{For: 100 * time.Millisecond}
 	a := mustAppend(t, s, "/topic/idle", r, "x")
 	c := newTestClient(t, rs.URL())
 	_, stream := s.Keys("/topic/idle")
 	waitFor(t, func() bool { return c.Exists(context.Background(), stream).Val() == 0 })
 	snap := mustTail(t, s, "/topic/idle", 10, r)
-	if res := Since(snap, Start{Kind: StartAt, Offset: a.Offset + 1, Epoch: a.Epoch}, 10); !res.Recovered {
+	if res := history.Since(snap, history.Start{Kind: history.StartAt, Offset: a.Offset + 1, Epoch: a.Epoch}, 10); !res.Recovered {
 		t.Fatalf("idle history: %q, want recovered", res.Reason)
 	}
 	if b := mustAppend(t, s, "/topic/idle", r, "y"); b.Epoch != a.Epoch || b.Offset != a.Offset+1 {
@@ -226,9 +227,9 @@ func TestRedisIdleKeepsEpoch(t *testing.T) {
 // duplicate.
 func TestRedisSpliceConcurrentPublishers(t *testing.T) {
 	forEachRedis(t, func(t *testing.T, rt redisTarget) {
-		s := newTestRedisStore(t, rt.url, rt.cfg)
+		s := newTestStore(t, rt.url, rt.cfg)
 		const dest = "/topic/chat.splice"
-		var seen Position
+		var seen history.Position
 		for range 200 {
 			seen = mustAppend(t, s, dest, spliceRetention, "m")
 		}
@@ -236,7 +237,7 @@ func TestRedisSpliceConcurrentPublishers(t *testing.T) {
 		const instances, each = 2, 1000
 		var pubs []*Publisher
 		for range instances {
-			is := newTestRedisStore(t, rt.url, rt.cfg)
+			is := newTestStore(t, rt.url, rt.cfg)
 			p, err := is.NewPublisher(PublisherConfig{BatchSize: 16})
 			if err != nil {
 				t.Fatal(err)
@@ -251,18 +252,18 @@ func TestRedisSpliceConcurrentPublishers(t *testing.T) {
 		if _, err := ps.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
-		live := make(chan Message, instances*each+1)
+		live := make(chan history.Message, instances*each+1)
 		var recv sync.WaitGroup
 		recv.Add(1)
 		go func() {
 			defer recv.Done()
 			for m := range ps.Channel() {
-				pos, payload, ok := DecodeFrame(m.Payload)
+				pos, payload, ok := history.DecodeFrame(m.Payload)
 				if !ok {
 					t.Errorf("not a frame: %q", m.Payload)
 					continue
 				}
-				live <- Message{Offset: pos.Offset, Epoch: pos.Epoch, Data: []byte(payload)}
+				live <- history.Message{Offset: pos.Offset, Epoch: pos.Epoch, Data: []byte(payload)}
 			}
 		}()
 		var wg sync.WaitGroup
@@ -277,13 +278,13 @@ func TestRedisSpliceConcurrentPublishers(t *testing.T) {
 				}
 			}()
 		}
-		rd, err := NewReader(ReaderConfig{Store: s, MaxRecovery: 10_000})
+		rd, err := history.NewReader(history.ReaderConfig{Store: s, MaxRecovery: 10_000})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer rd.Close()
 		// The client had everything up to offset 50.
-		got, st := splice(t, rd, live, dest, Start{Kind: StartAt, Offset: 51, Epoch: seen.Epoch}, 200-50+instances*each)
+		got, st := splice(t, rd, live, dest, history.Start{Kind: history.StartAt, Offset: 51, Epoch: seen.Epoch}, 200-50+instances*each)
 		wg.Wait()
 		for _, p := range pubs {
 			p.Close()
@@ -300,21 +301,21 @@ func TestRedisSpliceConcurrentPublishers(t *testing.T) {
 	})
 }
 
-func TestNewRedisStoreRefuses(t *testing.T) {
+func TestNewRefuses(t *testing.T) {
 	t.Parallel()
 	ok := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer ok.Close()
 	noTimeout := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer noTimeout.Close()
-	for _, cfg := range []RedisConfig{
+	for _, cfg := range []Config{
 		{},
 		{Client: noTimeout},
 		{Client: ok, Prefix: "a{b"},
 		{Client: ok, Timeout: -1},
 		{Client: ok, EpochTTL: -1},
 	} {
-		if _, err := NewRedisStore(cfg); !errors.Is(err, ErrInvalidConfig) {
-			t.Errorf("NewRedisStore(%+v) error %v, want ErrInvalidConfig", cfg, err)
+		if _, err := New(cfg); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New(%+v) error %v, want ErrInvalidConfig", cfg, err)
 		}
 	}
 }
@@ -325,12 +326,12 @@ func TestNewRedisStoreRefuses(t *testing.T) {
 // epoch_changed instead of being handed offsets that could repeat.
 func TestRedisClusterFailover(t *testing.T) {
 	cl := testredis.StartClusterConfig(t, testredis.ClusterConfig{Replicas: 1, NodeTimeout: time.Second})
-	cfg := RedisConfig{Channel: clusterChannel, Tag: clusterTag, Sharded: true}
-	s := newTestRedisStore(t, cl.URL(), cfg)
+	cfg := Config{Channel: clusterChannel, Tag: clusterTag, Sharded: true}
+	s := newTestStore(t, cl.URL(), cfg)
 	const dest = "/topic/chat.failover"
-	var before Position
+	var before history.Position
 	for i := range 50 {
-		before = mustAppend(t, s, dest, Retention{}, fmt.Sprint(i))
+		before = mustAppend(t, s, dest, history.Retention{}, fmt.Sprint(i))
 	}
 	ctx := context.Background()
 	c := newTestClient(t, cl.URL())
@@ -349,20 +350,20 @@ func TestRedisClusterFailover(t *testing.T) {
 	old := cl.SlotOwner(int(slot))
 	old.Kill()
 	cl.WaitFailover(int(slot), old, 30*time.Second)
-	var snap Snapshot
+	var snap history.Snapshot
 	waitFor(t, func() bool {
 		c.(*redis.ClusterClient).ReloadState(ctx)
-		snap, err = s.Tail(ctx, dest, 100, Retention{})
+		snap, err = s.Tail(ctx, dest, 100, history.Retention{})
 		return err == nil
 	})
 	if snap.Epoch == before.Epoch {
 		t.Fatalf("the promoted master continues epoch %s", snap.Epoch)
 	}
-	res := Since(snap, Start{Kind: StartAt, Offset: before.Offset + 1, Epoch: before.Epoch}, 100)
-	if res.Recovered || res.Reason != ReasonEpochChanged {
+	res := history.Since(snap, history.Start{Kind: history.StartAt, Offset: before.Offset + 1, Epoch: before.Epoch}, 100)
+	if res.Recovered || res.Reason != history.ReasonEpochChanged {
 		t.Fatalf("position of the old master: recovered %v %q, want epoch_changed", res.Recovered, res.Reason)
 	}
-	after := mustAppend(t, s, dest, Retention{}, "after")
+	after := mustAppend(t, s, dest, history.Retention{}, "after")
 	if after.Epoch == before.Epoch || after.Offset != 1 {
 		t.Fatalf("append after the failover = %+v, want offset 1 of a new epoch", after)
 	}

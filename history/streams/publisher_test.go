@@ -1,10 +1,11 @@
-package history
+package streams
 
 import (
 	"context"
 	"errors"
 	"testing"
 
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -13,9 +14,9 @@ import (
 // appended twice.
 func TestPublisherScriptFlushed(t *testing.T) {
 	rs := testredis.Start(t)
-	s := newTestRedisStore(t, rs.URL(), RedisConfig{})
+	s := newTestStore(t, rs.URL(), Config{})
 	c := newTestClient(t, rs.URL())
-	mustAppend(t, s, "/topic/a", Retention{}, "loads the script")
+	mustAppend(t, s, "/topic/a", history.Retention{}, "loads the script")
 	if err := c.ScriptFlush(context.Background()).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -24,13 +25,13 @@ func TestPublisherScriptFlushed(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 10 {
-		p.Publish("/topic/a", []byte("m"), Retention{})
+		p.Publish("/topic/a", []byte("m"), history.Retention{})
 	}
 	p.Close()
 	if st := p.Stats(); st.Published != 10 || st.Failed != 0 {
 		t.Fatalf("Stats = %+v, want 10 published", st)
 	}
-	if snap := mustTail(t, s, "/topic/a", 100, Retention{}); snap.Last != 11 || len(snap.Entries) != 11 {
+	if snap := mustTail(t, s, "/topic/a", 100, history.Retention{}); snap.Last != 11 || len(snap.Entries) != 11 {
 		t.Fatalf("history last %d with %d entries, want 11 and 11", snap.Last, len(snap.Entries))
 	}
 }
@@ -39,7 +40,7 @@ func TestPublisherScriptFlushed(t *testing.T) {
 // closed Publisher. Redis down: the batch fails and is counted.
 func TestPublisherBounds(t *testing.T) {
 	rs := testredis.Start(t)
-	s := newTestRedisStore(t, rs.URL(), RedisConfig{})
+	s := newTestStore(t, rs.URL(), Config{})
 	rs.Kill() // nothing is sent: the queue fills
 	p, err := s.NewPublisher(PublisherConfig{QueueSize: 4, QueueBytes: 10, BatchSize: 1})
 	if err != nil {
@@ -47,15 +48,15 @@ func TestPublisherBounds(t *testing.T) {
 	}
 	accepted := 0
 	for range 20 {
-		if p.Publish("/topic/a", []byte("12345"), Retention{}) {
+		if p.Publish("/topic/a", []byte("12345"), history.Retention{}) {
 			accepted++
 		}
 	}
-	if p.Publish("/topic/a", make([]byte, 11), Retention{}) {
+	if p.Publish("/topic/a", make([]byte, 11), history.Retention{}) {
 		t.Error("a payload larger than QueueBytes was queued")
 	}
 	p.Close()
-	if p.Publish("/topic/a", nil, Retention{}) {
+	if p.Publish("/topic/a", nil, history.Retention{}) {
 		t.Error("Publish after Close returned true")
 	}
 	st := p.Stats()

@@ -1,4 +1,4 @@
-package history
+package streams
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkPublish(b *testing.B) {
 	payload := make([]byte, 100)
 	for _, dests := range []int{1, 64, 1024} {
 		b.Run(fmt.Sprintf("history/dests=%d", dests), func(b *testing.B) {
-			s := newTestRedisStore(b, rs.URL(), RedisConfig{
+			s := newTestStore(b, rs.URL(), Config{
 				Channel: func(dest string) string { return "stompgate:topic:{" + dest + "}" },
 			})
 			names := make([]string, dests)
@@ -35,7 +36,7 @@ func BenchmarkPublish(b *testing.B) {
 			b.ReportAllocs()
 			start := time.Now()
 			for i := range b.N {
-				for !p.Publish(names[i%dests], payload, Retention{}) {
+				for !p.Publish(names[i%dests], payload, history.Retention{}) {
 					time.Sleep(50 * time.Microsecond) // queue full: let it drain
 				}
 			}
@@ -71,27 +72,27 @@ func BenchmarkPublish(b *testing.B) {
 
 // BenchmarkRecoveryHerd has 1,000 subscriptions recover the same 100
 // missed messages of one destination at once, through one Redis: each
-// asks the Reader (coalesced) or the store itself (alone, the peer),
+// asks the history.Reader (coalesced) or the store itself (alone, the peer),
 // splices the result and counts as caught up when the 100 are emitted.
 // It reports the p50 and p99 time from subscribing to caught up (of the
 // recoveries that succeeded), the Redis reads per herd and the
 // recoveries that failed (a read that timed out) per herd.
 func BenchmarkRecoveryHerd(b *testing.B) {
 	rs := testredis.Start(b)
-	s := newTestRedisStore(b, rs.URL(), RedisConfig{})
+	s := newTestStore(b, rs.URL(), Config{})
 	const dest, clients, missed = "/topic/room.herd", 1000, 100
-	var last Position
+	var last history.Position
 	for range 1000 {
-		last = mustAppend(b, s, dest, Retention{}, string(make([]byte, 100)))
+		last = mustAppend(b, s, dest, history.Retention{}, string(make([]byte, 100)))
 	}
-	start := Start{Kind: StartAt, Offset: last.Offset - missed + 1, Epoch: last.Epoch}
+	start := history.Start{Kind: history.StartAt, Offset: last.Offset - missed + 1, Epoch: last.Epoch}
 	for _, v := range []struct {
 		name     string
-		interval time.Duration // 0: alone, no Reader
-	}{{"reader/interval=100ms", DefaultInterval}, {"reader/interval=20ms", 20 * time.Millisecond}, {"alone", 0}} {
+		interval time.Duration // 0: alone, no history.Reader
+	}{{"reader/interval=100ms", history.DefaultInterval}, {"reader/interval=20ms", 20 * time.Millisecond}, {"alone", 0}} {
 		coalesced := v.interval > 0
 		b.Run(v.name, func(b *testing.B) {
-			rd, err := NewReader(ReaderConfig{Store: s, Interval: max(v.interval, time.Millisecond)})
+			rd, err := history.NewReader(history.ReaderConfig{Store: s, Interval: max(v.interval, time.Millisecond)})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +106,7 @@ func BenchmarkRecoveryHerd(b *testing.B) {
 				// Herds come after a quiet spell, not back to back:
 				// the previous herd's read does not delay this one.
 				b.StopTimer()
-				time.Sleep(2 * DefaultInterval)
+				time.Sleep(2 * history.DefaultInterval)
 				b.StartTimer()
 				var wg sync.WaitGroup
 				for range clients {
@@ -113,16 +114,16 @@ func BenchmarkRecoveryHerd(b *testing.B) {
 					go func() {
 						defer wg.Done()
 						subscribed := time.Now()
-						var res Result
+						var res history.Result
 						var err error
 						if coalesced {
-							res, err = rd.Since(context.Background(), dest, Retention{}, start, subscribed)
+							res, err = rd.Since(context.Background(), dest, history.Retention{}, start, subscribed)
 						} else {
-							var snap Snapshot
-							snap, err = s.Tail(context.Background(), dest, DefaultMaxRecovery, Retention{})
-							res = Since(snap, start, DefaultMaxRecovery)
+							var snap history.Snapshot
+							snap, err = s.Tail(context.Background(), dest, history.DefaultMaxRecovery, history.Retention{})
+							res = history.Since(snap, start, history.DefaultMaxRecovery)
 						}
-						st := NewRecovery(0, 0).Apply(res)
+						st := history.NewRecovery(0, 0).Apply(res)
 						if err != nil || !st.Recovered || len(st.Emit) != missed {
 							failed.Add(1)
 							return
@@ -137,7 +138,7 @@ func BenchmarkRecoveryHerd(b *testing.B) {
 			}
 			b.StopTimer()
 			if coalesced && failed.Load() > 0 {
-				b.Errorf("%d recoveries through the Reader failed", failed.Load())
+				b.Errorf("%d recoveries through the history.Reader failed", failed.Load())
 			}
 			slices.Sort(lat)
 			if len(lat) == 0 {

@@ -1,4 +1,4 @@
-package history
+package streams
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/fallback"
 )
 
@@ -40,7 +41,7 @@ type PublisherConfig struct {
 	BatchSize int
 }
 
-// Publisher appends and publishes messages through a RedisStore without
+// Publisher appends and publishes messages through a Store without
 // making the caller wait: Publish queues, and one goroutine sends what
 // is queued, up to BatchSize messages at a time, as one pipeline with
 // one append.lua run per destination in the batch (its messages in
@@ -52,7 +53,7 @@ type PublisherConfig struct {
 // Redis fails is counted and not retried (a run that timed out may have
 // appended). A Publisher is safe for concurrent use.
 type Publisher struct {
-	store    *RedisStore
+	store    *Store
 	batch    int
 	maxBytes int64
 	queue    chan pubItem
@@ -74,11 +75,11 @@ type Publisher struct {
 type pubItem struct {
 	dest    string
 	payload []byte
-	r       Retention
+	r       history.Retention
 }
 
 // NewPublisher starts a Publisher on s. Close stops it.
-func (s *RedisStore) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
+func (s *Store) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 	if cfg.QueueSize < 0 {
 		return nil, configErrorf("PublisherConfig.QueueSize %d is negative", cfg.QueueSize)
 	}
@@ -112,7 +113,7 @@ func (s *RedisStore) NewPublisher(cfg PublisherConfig) (*Publisher, error) {
 // Publish queues payload as dest's next message, kept as r says. It
 // returns false, and counts the message dropped, when the queue is full,
 // r is invalid or the Publisher is closed.
-func (p *Publisher) Publish(dest string, payload []byte, r Retention) bool {
+func (p *Publisher) Publish(dest string, payload []byte, r history.Retention) bool {
 	if dest == "" || r.Validate() != nil {
 		p.dropped.Add(1)
 		return false
@@ -130,7 +131,7 @@ func (p *Publisher) Publish(dest string, payload []byte, r Retention) bool {
 		return false
 	}
 	select {
-	case p.queue <- pubItem{dest: dest, payload: payload, r: r.withDefaults()}:
+	case p.queue <- pubItem{dest: dest, payload: payload, r: r.WithDefaults()}:
 		return true
 	default:
 		p.bytes.Add(-n)
@@ -247,7 +248,7 @@ func (p *Publisher) flush(pipe redis.Pipeliner, items []pubItem) {
 	for _, c := range calls {
 		v, err := c.cmd.Slice()
 		if err == nil && len(v) != 3*len(c.dests) {
-			err = fmt.Errorf("history: redis append: script returned %d values, want %d", len(v), 3*len(c.dests))
+			err = fmt.Errorf("streams: redis append: script returned %d values, want %d", len(v), 3*len(c.dests))
 		}
 		for i := 0; err == nil && i < len(c.dests); i++ {
 			_, err = s.appended(v[3*i:3*i+3], len(c.dests[i].payloads))
