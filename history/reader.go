@@ -39,6 +39,11 @@ type ReaderConfig struct {
 	// MaxFlights bounds the destinations tracked at once. Zero means
 	// DefaultMaxFlights; negative is an error.
 	MaxFlights int
+	// Now is the clock that times reads, which Since compares with its
+	// subscribed argument: the caller must take that from the same
+	// clock. Nil means time.Now. The waits between reads are real
+	// timers.
+	Now func() time.Time
 }
 
 // Reader answers recoveries, sharing history reads between the
@@ -59,6 +64,7 @@ type Reader struct {
 	interval time.Duration
 	max      int
 	maxFl    int
+	now      func() time.Time
 
 	// mu guards flights and closed.
 	mu      sync.Mutex
@@ -111,11 +117,15 @@ func NewReader(cfg ReaderConfig) (*Reader, error) {
 	if cfg.MaxFlights == 0 {
 		cfg.MaxFlights = DefaultMaxFlights
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Reader{
 		store:    cfg.Store,
 		interval: cfg.Interval,
 		max:      cfg.MaxRecovery,
 		maxFl:    cfg.MaxFlights,
+		now:      cfg.Now,
 		flights:  make(map[string]*destFlights),
 		stop:     make(chan struct{}),
 	}, nil
@@ -151,7 +161,7 @@ func (r *Reader) join(dest string, ret Retention, subscribed time.Time) (*flight
 	if r.closed {
 		return nil, ErrClosed
 	}
-	now := time.Now()
+	now := r.now()
 	d := r.flights[dest]
 	if d == nil {
 		if len(r.flights) >= r.maxFl {
@@ -194,9 +204,9 @@ func (r *Reader) fly(dest string, ret Retention, f, prev *flight, at time.Time) 
 		if prev != nil {
 			<-prev.done
 		}
-		r.sleep(time.Until(at))
+		r.sleep(at.Sub(r.now()))
 		r.mu.Lock()
-		f.start = time.Now()
+		f.start = r.now()
 		if d := r.flights[dest]; d != nil && d.next == f {
 			d.last, d.next = f, nil
 		}

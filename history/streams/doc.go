@@ -14,10 +14,10 @@
 //	                          the last append, r run_id of its writer
 //	<prefix>hist:{<dest>}:s   stream: entry <offset>-0, fields t, d
 //
-// With Config.Tag the tag is the relay's shard group and the
-// destination follows it (<prefix>hist:{<group>}<dest>:m), so that the
-// keys share a slot with the relay's sharded channel and the script can
-// SPUBLISH on it. append.lua, for the destinations of one slot at once,
+// When the destination's channel has another hash tag (the relay's
+// shard group on Cluster) the keys take it, and the destination follows
+// it (<prefix>hist:{<group>}<dest>:m), so that the keys share a slot with
+// the channel and the script can SPUBLISH on it (Config.Tag). append.lua, for the destinations of one slot at once,
 // reads the meta hash, starts a new epoch if continuity was lost,
 // assigns the next offsets, XADDs each message with MAXLEN ~ Keep,
 // PUBLISHes (SPUBLISH on Cluster) its frame, trims entries older than

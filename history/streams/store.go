@@ -56,10 +56,10 @@ type Config struct {
 	// contain '{' or '}', which would change the hash tag.
 	Prefix string
 	// Tag returns the hash tag of a destination's keys. Nil means the
-	// destination itself. On Redis Cluster the script publishes with
-	// SPUBLISH, which must name a channel of the keys' slot: give the
-	// relay's channel tag here (the shard group), so that keys and
-	// channel share a slot.
+	// hash tag of the destination's Channel, so that keys and channel
+	// share a slot, as SPUBLISH from the script needs on Redis Cluster
+	// (with the relay's channels, its shard group); without a Channel, or
+	// for a channel without a hash tag, the destination itself.
 	Tag func(dest string) string
 	// Channel returns the channel an append publishes its frames on.
 	// Nil means appends are not published (a history without
@@ -123,11 +123,13 @@ func New(cfg Config) (*Store, error) {
 
 var _ history.Store = (*Store)(nil)
 
-// Keys returns dest's meta hash and stream keys, which share a hash tag.
+// Keys returns dest's meta hash and stream keys, which share a hash tag:
+// <prefix>hist:{<dest>}:m and :s when the tag is the destination,
+// <prefix>hist:{<tag>}<dest>:m and :s otherwise.
 func (s *Store) Keys(dest string) (meta, stream string) {
 	base := s.cfg.Prefix + "hist:{" + dest + "}"
-	if s.cfg.Tag != nil {
-		base = s.cfg.Prefix + "hist:{" + s.cfg.Tag(dest) + "}" + dest
+	if tag := s.tag(dest); tag != dest {
+		base = s.cfg.Prefix + "hist:{" + tag + "}" + dest
 	}
 	return base + ":m", base + ":s"
 }
@@ -289,12 +291,32 @@ func (s *Store) Stats() StoreStats {
 	}
 }
 
-// tag returns dest's hash tag.
+// tag returns dest's hash tag (see Config.Tag).
 func (s *Store) tag(dest string) string {
 	if s.cfg.Tag != nil {
 		return s.cfg.Tag(dest)
 	}
+	if s.cfg.Channel != nil {
+		if t, ok := hashTag(s.cfg.Channel(dest)); ok {
+			return t
+		}
+	}
 	return dest
+}
+
+// hashTag returns the part of key Redis Cluster hashes when it has a
+// tag: what lies between the first '{' and the first '}' after it, if
+// not empty.
+func hashTag(key string) (string, bool) {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return "", false
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	if j <= 0 {
+		return "", false
+	}
+	return key[i+1 : i+1+j], true
 }
 
 // isCluster reports a Redis Cluster client, on which one script may

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,7 +45,8 @@ func single(t *testing.T) redisTarget {
 
 func cluster(t *testing.T) redisTarget {
 	cl := testredis.StartCluster(t)
-	return redisTarget{"cluster", cl.URL(), Config{Channel: clusterChannel, Tag: clusterTag, Sharded: true},
+	// No Tag: the keys take the channel's.
+	return redisTarget{"cluster", cl.URL(), Config{Channel: clusterChannel, Sharded: true},
 		func(ctx context.Context, c redis.UniversalClient, ch string) *redis.PubSub {
 			return c.SSubscribe(ctx, ch)
 		}}
@@ -326,7 +328,7 @@ func TestNewRefuses(t *testing.T) {
 // epoch_changed instead of being handed offsets that could repeat.
 func TestRedisClusterFailover(t *testing.T) {
 	cl := testredis.StartClusterConfig(t, testredis.ClusterConfig{Replicas: 1, NodeTimeout: time.Second})
-	cfg := Config{Channel: clusterChannel, Tag: clusterTag, Sharded: true}
+	cfg := Config{Channel: clusterChannel, Sharded: true}
 	s := newTestStore(t, cl.URL(), cfg)
 	const dest = "/topic/chat.failover"
 	var before history.Position
@@ -366,5 +368,35 @@ func TestRedisClusterFailover(t *testing.T) {
 	after := mustAppend(t, s, dest, history.Retention{}, "after")
 	if after.Epoch == before.Epoch || after.Offset != 1 {
 		t.Fatalf("append after the failover = %+v, want offset 1 of a new epoch", after)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, dest, meta string
+		cfg              Config
+	}{
+		{"no channel", "/topic/a", "stompgate:hist:{/topic/a}:m", Config{}},
+		{"single Redis channel", "/topic/a", "stompgate:hist:{/topic/a}:m", Config{Channel: channelOf}},
+		{"cluster channel", "/topic/ab", "stompgate:hist:{1}/topic/ab:m", Config{Channel: clusterChannel}},
+		{"channel without a tag", "/topic/a", "stompgate:hist:{/topic/a}:m",
+			Config{Channel: func(d string) string { return "plain:" + d }}},
+		{"empty tag is no tag", "/topic/a", "stompgate:hist:{/topic/a}:m",
+			Config{Channel: func(d string) string { return "x:{}" + d }}},
+		{"Tag wins", "/topic/a", "p:hist:{g}/topic/a:m",
+			Config{Prefix: "p:", Channel: clusterChannel, Tag: func(string) string { return "g" }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Client = newTestClient(t, "redis://127.0.0.1:1")
+			s, err := New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta, stream := s.Keys(tc.dest)
+			if meta != tc.meta || stream != strings.TrimSuffix(tc.meta, ":m")+":s" {
+				t.Fatalf("Keys(%q) = %q, %q; want %q and its stream", tc.dest, meta, stream, tc.meta)
+			}
+		})
 	}
 }
