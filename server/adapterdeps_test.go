@@ -16,6 +16,7 @@ var adapterPackages = []string{
 	module + "api",
 	module + "appstream",
 	module + "handshake",
+	module + "history/streams",
 	module + "jwtauth",
 	module + "metrics",
 	module + "policy",
