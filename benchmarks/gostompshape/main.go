@@ -10,8 +10,11 @@
 //
 // Each session dials from its own loopback address (127.3.0.N), so the
 // server's per-address handshake limit does not refuse the publishers.
-// Start wsserver with -send-limit 1000000, or its per-session limit is
-// what is measured.
+// Start wsserver with -send-limit 1000000 -inbound-frames 100000000
+// -inbound-bytes 1073741824, or its per-session limits are what is
+// measured: at full speed a publisher spends the default inbound budget
+// (2,000 frames a second, a SEND counting as its WebSocket frame and its
+// STOMP frame) in a few milliseconds and then waits out the second.
 package main
 
 import (
