@@ -374,8 +374,8 @@ func (r *abuseReport) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  honest subscribers received %d of the attack's messages\n", a.Honest.Foreign)
 		}
 		if f := a.ServerFrames; f != nil {
-			fmt.Fprintf(w, "  server processed: %d frames received, %d passed, %d dropped (%.0f/s; every session, the honest room's included)\n",
-				f.Received, f.Passed, f.Dropped, perSecond(f.Received, time.Duration(a.Seconds*float64(time.Second))))
+			fmt.Fprintf(w, "  server processed: %d frames received, %d passed, %d dropped (its counters over the attack and the drain; every session, the honest room's included)\n",
+				f.Received, f.Passed, f.Dropped)
 		}
 		if a.Server.Error != "" {
 			fmt.Fprintf(w, "  server usage: %s\n", a.Server.Error)
