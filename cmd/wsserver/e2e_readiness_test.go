@@ -218,3 +218,12 @@ func TestReadinessRedisStopped(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisCheckTimeoutSetting: the start-up check's bound must be
+// positive, on the command line and in the environment.
+func TestRedisCheckTimeoutSetting(t *testing.T) {
+	expectSettingErrors(t, []settingCase{
+		{"zero redis check timeout", []string{"-redis-check-timeout", "0s"}, nil, "-redis-check-timeout"},
+		{"negative redis check timeout in env", nil, map[string]string{"WSSERVER_REDIS_CHECK_TIMEOUT": "-1s"}, "redis-check-timeout"},
+	})
+}
