@@ -95,6 +95,10 @@ func New(cfg Config) (*Relay, error) {
 // Sharded reports whether the relay uses sharded Pub/Sub (Redis Cluster).
 func (r *Relay) Sharded() bool { return r.sharded }
 
+// InOutage reports whether the Relay finds Redis unreachable: an
+// outage began (Observer.RelayOutage(true)) and has not ended.
+func (r *Relay) InOutage() bool { return r.outage.active.Load() }
+
 // Start starts the relay's goroutines; messages from other instances are
 // delivered to b, which must be the broker built with r as its Hooks. It
 // fails with ErrStarted on a second call and ErrClosed after Close.

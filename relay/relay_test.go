@@ -245,6 +245,9 @@ func TestRedisOutage(t *testing.T) {
 		if active, _ := b.obs.inOutage(); !active {
 			return fmt.Errorf("b: outage not reported")
 		}
+		if !b.relay.InOutage() {
+			return fmt.Errorf("b: InOutage false during the outage")
+		}
 		return nil
 	})
 
@@ -269,6 +272,9 @@ func TestRedisOutage(t *testing.T) {
 		for _, inst := range []*instance{a, b} {
 			if active, entered := inst.obs.inOutage(); active || entered != 1 {
 				return fmt.Errorf("%s: outage active %v, entered %d times, want false and 1", inst.name, active, entered)
+			}
+			if inst.relay.InOutage() {
+				return fmt.Errorf("%s: InOutage true once Redis is back", inst.name)
 			}
 		}
 		return nil

@@ -13,10 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// defaultAdminAddr keeps the admin listener (metrics, profiling, later
-// the server API) on loopback: an operator's Prometheus or sidecar
-// reaches it on the host, the public never does.
-const defaultAdminAddr = "127.0.0.1:9090"
+// defaultAdminAddr keeps the admin listener (metrics, profiling, the
+// server API) on loopback: an operator's Prometheus or sidecar reaches it
+// on the host, the public never does. Port 8082 sits next to the public
+// listener's 8080 and the example game's page (8081), and clear of the
+// ports a monitoring host already runs: Prometheus 9090, Pushgateway
+// 9091, Alertmanager 9093, node exporter 9100.
+const defaultAdminAddr = "127.0.0.1:8082"
 
 // adminFlags registers the settings of the admin listener and of what
 // the public one serves besides STOMP.

@@ -250,8 +250,10 @@ type admissionCheck struct {
 }
 
 // serveReadiness answers /readyz: 503 "shutting down" once the server
-// drains or shuts down; else 200 or 503 (while the admission refuses
-// every new session) with the checks as JSON.
+// drains or shuts down; else 200, or 503 while the admission refuses
+// every new session or a Redis whose outage refuses every handshake
+// (-limiter-fail closed) is unreachable, with the checks as JSON: the
+// admission and each Redis the configuration needs (see dependencies).
 func (a *app) serveReadiness(w http.ResponseWriter, r *http.Request) {
 	if !a.stomp.Ready() {
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
@@ -260,7 +262,9 @@ func (a *app) serveReadiness(w http.ResponseWriter, r *http.Request) {
 	s := a.gate.State()
 	adm := admissionCheck{Ready: s.Refusing == "", Sessions: s.Sessions, Max: s.MaxSessions,
 		MemoryUsed: s.MemoryUsed, MemoryLimit: s.MemoryLimit, Refusing: s.Refusing}
-	body := readiness{Ready: adm.Ready, Checks: map[string]any{"admission": adm}}
+	body := readiness{Checks: map[string]any{"admission": adm}}
+	deps := a.deps.report(time.Now(), body.Checks)
+	body.Ready = adm.Ready && deps
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	if !body.Ready {

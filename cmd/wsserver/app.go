@@ -56,6 +56,9 @@ type app struct {
 	rules *ruleSet
 	// loops is the reconnect-loop counter; nil with -reconnect-limit 0.
 	loops *reconnect.Counter
+	// deps are the Redis servers the configuration needs, as checked at
+	// start-up and reported by /readyz.
+	deps *dependencies
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -97,6 +100,7 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 	if a.admin, err = a.adminHandler(st, logger); err != nil {
 		return nil, err
 	}
+	a.deps = a.newDependencies(st, logger)
 	return a, nil
 }
 
@@ -419,6 +423,7 @@ func (a *app) close() {
 	if a.jwks != nil {
 		a.jwks.Close()
 	}
+	a.deps.close()
 	a.closeSessionCaps()
 	a.closePrincipalLimit()
 	if a.loops != nil {

@@ -82,6 +82,7 @@ type settings struct {
 	sessionCapDisplace      bool
 	sessionLeaseTTL         time.Duration
 	redisTimeout            time.Duration
+	redisCheckTimeout       time.Duration // -redis-check-timeout
 
 	metricsPrefixes string
 
@@ -181,6 +182,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.adminFlags(fs)
 	s.backendFlags(fs)
 	s.limiterFlags(fs)
+	s.dependencyFlags(fs)
 	s.reconnectFlags(fs)
 	s.inboundFlags(fs)
 	s.relayFlags(fs)

@@ -43,7 +43,7 @@ var flagSections = []flagSection{
 	}},
 	{"Redis: the state instances share and the relay between them", []string{
 		"redis-url", "redis-timeout", "redis-queue-wait", "redis-timeouts-to-fail", "redis-confirm-timeout",
-		"relay", "relay-key", "relay-max-age", "relay-max-payload",
+		"redis-check-timeout", "relay", "relay-key", "relay-max-age", "relay-max-payload",
 	}},
 	{"Auth: JWT verification and how often a session's token is checked", []string{
 		"jwt-secret", "auth-required", "jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",

@@ -85,6 +85,9 @@ func (s *settings) validate() error {
 	if hb := max(s.heartBeatSend, s.heartBeatRecv); s.maxHeartBeat < hb {
 		return badSetting("max-heart-beat", s.maxHeartBeat, fmt.Sprintf("is below the server's own heart-beat (%v): a client offering it would count as offering none", hb))
 	}
+	if err := s.validateDependencies(); err != nil {
+		return err
+	}
 	if err := s.validateAdmin(); err != nil {
 		return err
 	}

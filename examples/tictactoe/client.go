@@ -12,7 +12,7 @@ import (
 // APIClient publishes through wsserver's server API (POST
 // /api/v1/publish on the admin listener).
 type APIClient struct {
-	// URL is the admin listener's base URL, e.g. http://127.0.0.1:9090.
+	// URL is the admin listener's base URL, e.g. http://127.0.0.1:8082.
 	URL string
 	// Key is wsserver's -api-key.
 	Key string

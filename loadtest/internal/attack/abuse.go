@@ -2,6 +2,7 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+	"github.com/stompgate/stompgate/policy"
 )
 
 // abuseConfig are the settings of the abuse scenario.
@@ -33,8 +35,9 @@ type abuseConfig struct {
 	honestBytes int
 
 	// What the targets are judged against.
-	sendLimit  int
-	sessionCap int
+	sendLimit       int
+	sessionCap      int
+	httpIdleTimeout time.Duration // the server's -http-idle-timeout, for http-idle
 
 	// Attack sizes.
 	receiptsMessage   int
@@ -138,6 +141,9 @@ const (
 	// defaultSendLimit is wsserver's default SEND limit per session per
 	// second.
 	defaultSendLimit = 20
+	// defaultHTTPIdleTimeout is wsserver's default -http-idle-timeout:
+	// http-idle's connections must be closed once it passed.
+	defaultHTTPIdleTimeout = 90 * time.Second
 	// Attack sizes as first observed: 60 KB WebSocket messages of
 	// receipt-bearing frames; six sessions in transactions for 20 s;
 	// ten sessions filling transactions with 60 KB bodies; 2,000
@@ -203,7 +209,8 @@ func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.honestBytes, "honest-size", defaultHonestBytes, "honest message body size in bytes")
 
 	fs.IntVar(&c.sendLimit, "send-limit", defaultSendLimit, "the server's SEND limit per session per second: commit-burst stays just under it, and the sessions-per-ip target is judged with it")
-	fs.IntVar(&c.sessionCap, "session-cap", 0, "the server's cap on concurrent sessions per client IP, for the sessions-per-ip target (0: not known; the target is not judged)")
+	fs.IntVar(&c.sessionCap, "session-cap", defaultSessionCap(), "the server's cap on concurrent sessions per client IP, for the sessions-per-ip target (default: max_connections of the ws_handshake zone in wsserver's default policy, what a server without -policy applies; 0: not judged)")
+	fs.DurationVar(&c.httpIdleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout, "the server's -http-idle-timeout, for the http-idle target: an attack longer than it must see every idle connection closed; a shorter one is judged by the memory the connections hold")
 
 	fs.IntVar(&c.receiptsMessage, "receipts-message", defaultReceiptsMessage, "receipts: bytes of receipt-bearing frames packed in each WebSocket message")
 	fs.IntVar(&c.commitSessions, "commit-sessions", defaultCommitSessions, "commit-burst: sessions sending inside transactions")
@@ -322,6 +329,8 @@ func (c *abuseConfig) Validate() error {
 		return fmt.Errorf("-send-limit %d: must be above 1", c.sendLimit)
 	case c.sessionCap < 0:
 		return fmt.Errorf("-session-cap %d is negative", c.sessionCap)
+	case c.httpIdleTimeout <= 0:
+		return fmt.Errorf("-http-idle-timeout %v: must be positive", c.httpIdleTimeout)
 	case c.floodSessions < 0 || c.floodSessions > maxAttackSessions:
 		return fmt.Errorf("-flood-sessions %d: must be in [0, %d]", c.floodSessions, maxAttackSessions)
 	case c.baselineP99 < 0:
@@ -492,7 +501,7 @@ func abuse(ctx context.Context, cfg *abuseConfig, stderr io.Writer) (*scenario.R
 		},
 	}
 	if len(rss) > 0 {
-		rep.Series = []report.Series{{Name: "server RSS MiB", Values: rss}}
+		rep.Series = []report.Series{{Name: "server RSS MiB", Unit: "server RSS, MiB (largest sample each second)", Values: rss, Marks: ar.marks(start)}}
 	}
 	if src.Kind() == "" {
 		rep.Notes = append(rep.Notes, "server RSS and CPU not measured: give -pid, or -metrics-url of a server with process_resident_memory_bytes")
@@ -565,6 +574,7 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 		periodEnd    time.Time
 		attackDoneAt time.Time
 	)
+	framesBefore, framesErr := serverFrames(ctx, cfg.MetricsEndpoint())
 	res := r.Execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
 		r.Pace(ctx, honest.Pubs, start, end, cfg.honestRate, wg)
 		wg.Add(1)
@@ -589,8 +599,34 @@ func runAttack(ctx context.Context, cfg *abuseConfig, name string, src scrape.Us
 		Server:      samp.usage(period0, periodEnd),
 		Attacker:    atk,
 		Honest:      honestOf(res, honest),
+		began:       period0,
+		ended:       periodEnd,
+	}
+	if framesErr == nil {
+		if after, err := serverFrames(context.WithoutCancel(ctx), cfg.MetricsEndpoint()); err == nil {
+			d := after.Minus(framesBefore)
+			out.ServerFrames = &d
+		}
 	}
 	return out, samp, nil
+}
+
+// serverFrames reads the server's frame counters from its metrics page
+// at url, within scrape.Timeout; an error without one.
+func serverFrames(ctx context.Context, url string) (scrape.FrameCounts, error) {
+	if url == "" {
+		return scrape.FrameCounts{}, errors.New("no metrics endpoint")
+	}
+	ctx, cancel := context.WithTimeout(ctx, scrape.Timeout)
+	defer cancel()
+	s, err := scrape.Fetch(ctx, url)
+	if err != nil {
+		return scrape.FrameCounts{}, err
+	}
+	if !s.Has(scrape.MetricReceived) {
+		return scrape.FrameCounts{}, errors.New("no frame counters on " + url)
+	}
+	return scrape.FrameCountsOf(s), nil
 }
 
 // honestOf reads the honest room's figures from the run's result.
@@ -618,4 +654,12 @@ func honestOf(res scenario.LoadResult, honest *load.Class) honestReport {
 		}
 	}
 	return h
+}
+
+// defaultSessionCap is the per-IP session cap of a wsserver started
+// without -policy: max_connections of the ws_handshake zone of its
+// default policy (0 when the zone sets none).
+func defaultSessionCap() int {
+	z, _ := policy.Default().Zone(policy.ZoneHandshake)
+	return z.MaxConnections
 }

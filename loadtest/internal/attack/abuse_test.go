@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
-	neturl "net/url"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/loadtest/internal/scenario"
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
+	"github.com/stompgate/stompgate/policy"
 )
 
 // startWsserver builds cmd/wsserver, starts it with its default settings
@@ -31,7 +33,8 @@ func startWsserver(t *testing.T, args ...string) (string, int) {
 		t.Fatalf("building wsserver: %v\n%s", err, out)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
-	cmd := exec.Command(bin, append([]string{"-addr", addr, "-admin-addr", "127.0.0.1:0", "-log-level", "error"}, args...)...)
+	admin := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
+	cmd := exec.Command(bin, append([]string{"-addr", addr, "-admin-addr", admin, "-log-level", "error"}, args...)...)
 	testproc.OwnGroup(cmd)
 	p, err := testproc.Start(cmd)
 	if err != nil {
@@ -52,8 +55,15 @@ func startWsserver(t *testing.T, args ...string) (string, int) {
 	if err != nil {
 		t.Fatalf("wsserver not ready: %v\n%s", err, p.Output())
 	}
-	return "ws://" + addr + "/ws", cmd.Process.Pid
+	url := "ws://" + addr + "/ws"
+	metricsURLs.Store(url, "http://"+admin+"/metrics")
+	t.Cleanup(func() { metricsURLs.Delete(url) })
+	return url, cmd.Process.Pid
 }
+
+// metricsURLs maps the ws URL of a server startWsserver started to its
+// admin listener's /metrics.
+var metricsURLs sync.Map
 
 // runShort validates cfg and runs it, returning the report and its abuse
 // section (nil when there is none).
@@ -98,8 +108,9 @@ func shortAbuse(url string, pid int) abuseConfig {
 		loopInterval: defaultLoopInterval, reconnectLimit: defaultReconnectLimit, reconnectWindow: defaultReconnectWindow,
 	}
 	c.PID = pid
-	if u, err := neturl.Parse(url); err == nil {
-		c.MetricsURL = "http://" + u.Host + "/metrics"
+	c.sessionCap, c.httpIdleTimeout = defaultSessionCap(), defaultHTTPIdleTimeout
+	if m, ok := metricsURLs.Load(url); ok {
+		c.MetricsURL = m.(string)
 	}
 	return c
 }
@@ -152,6 +163,11 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 		}
 		if a.Attacker.Summary == "" {
 			t.Errorf("%s: no attacker summary", a.Name)
+		}
+		// What the server processed, from its own counters, next to
+		// what the client wrote: at least the honest room's SENDs.
+		if f := a.ServerFrames; f == nil || f.SendReceived < h.Sent {
+			t.Errorf("%s: server frames %+v, want at least the honest room's %d SENDs", a.Name, f, h.Sent)
 		}
 	}
 	// An attack that does not touch the room leaves it whole: every
@@ -211,7 +227,8 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 
 	var text bytes.Buffer
 	rep.WriteText(&text, cfg.Title())
-	for _, want := range append(allAttacks, "receipts keeps server RSS under 64 MiB", "honest subscribers stay connected through utf8") {
+	for _, want := range append(allAttacks, "receipts keeps server RSS under 64 MiB", "honest subscribers stay connected through utf8",
+		"server processed:", "client-side count", "sub-churn: the honest room keeps", "http-idle: idle connections closed") {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -275,6 +292,19 @@ func TestAbuseJudge(t *testing.T) {
 		return attackResult{Name: attackReconnectLoop, Attacker: attackerReport{Figures: map[string]float64{
 			figLoopAddrCompleted: addr, figLoopPrincipalCompleted: principal, figLoopControl: b2f(control), figLoopSeconds: 70}}}
 	}
+	// subChurn kept delivered of 100 honest messages and lost gone
+	// subscribers.
+	subChurn := func(delivered int64, gone int) attackResult {
+		return attackResult{Name: attackSubChurn, Honest: honestReport{Subscribers: 3, Disconnected: gone, Expected: 100, Delivered: delivered},
+			ServerFrames: &scrape.FrameCounts{Received: 300, Passed: 200, Dropped: 100}}
+	}
+	// idle held 1,000 connections for secs seconds (against a 90 s idle
+	// timeout), open of them at the end, the server's RSS grown by
+	// growth.
+	idle := func(secs float64, open int, growth int64) attackResult {
+		return attackResult{Name: attackHTTPIdle, Seconds: secs, Server: serverUsage{Source: "proc", RSSBefore: 40 * mb, RSSPeak: 40*mb + growth},
+			Attacker: attackerReport{Sessions: 1000, Open: open}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -289,8 +319,9 @@ func TestAbuseJudge(t *testing.T) {
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
 			flood(1.1), churn(true, "too many token checks"), pflood(11 * 66),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}}, loop(30, 30, true),
-		}, map[string]string{"reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
-			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
+			subChurn(99, 0), idle(10, 1000, 16*mb),
+		}, map[string]string{"sub-churn": "pass", "http-idle": "pass", "reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
+			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent, silent-hb": "pass", "user-forge": "pass",
 			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass", "principal-flood": "pass"}},
 		{"over the bounds", 5, []attackResult{
 			withRSS(attackReceipts, 15*mb, 64*mb), withRSS(attackTxFill, 20*mb, 300*mb),
@@ -299,8 +330,9 @@ func TestAbuseJudge(t *testing.T) {
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
 			flood(1.3), churn(false, "too many token checks"), pflood(11*66 + 1),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}}, loop(10, 31, true),
-		}, map[string]string{"reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
-			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
+			subChurn(98, 0), idle(10, 1000, 64*mb),
+		}, map[string]string{"sub-churn": "fail", "http-idle": "fail", "reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
+			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent, silent-hb": "fail", "user-forge": "fail",
 			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail", "principal-flood": "fail"}},
 		{"could not run", 5, []attackResult{
 			{Name: attackReceipts, Error: "BEGIN: refused"}, {Name: attackUTF8, Error: "refused"}, {Name: attackPerIP, Error: "refused"},
@@ -309,6 +341,9 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackRelayInject, Error: "needs -redis-url"}, {Name: attackPrincipalFlood, Error: "principal-flood needs -jwt-secret"}, {Name: attackReconnectLoop, Error: "refused"},
 		}, nil},
 		{"reconnect loop seen from one address", 5, []attackResult{loop(10, 10, false)}, nil},
+		{"idle connections past the idle timeout", 5, []attackResult{idle(100, 0, 64*mb), subChurn(100, 1)},
+			map[string]string{"http-idle": "pass", "sub-churn": "fail"}},
+		{"idle connections left open past the idle timeout", 5, []attackResult{idle(100, 1, 0)}, map[string]string{"http-idle": "fail"}},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},
@@ -317,7 +352,7 @@ func TestAbuseJudge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &abuseReport{Attacks: tt.attacks}
-			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, principalLimit: 60, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
+			r.judge(&abuseConfig{sendLimit: 20, sessionCap: tt.cap, httpIdleTimeout: 90 * time.Second, principalLimit: 60, appTotalBytes: defaultAppTotalBytes, slowMessage: defaultSlowMessage,
 				floodSessions: 4, baselineP99: 0.6, reconnectLimit: 15, reconnectWindow: time.Minute})
 			seen := map[string]bool{}
 			for _, tg := range r.Targets {
@@ -338,6 +373,45 @@ func TestAbuseJudge(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEveryAttackJudged: every attack the tool runs is named by a target
+// of the judge, so none ends without a verdict.
+func TestEveryAttackJudged(t *testing.T) {
+	var r abuseReport
+	r.judge(&abuseConfig{sendLimit: 20, sessionCap: 100, httpIdleTimeout: time.Minute})
+	named := map[string]bool{}
+	for _, tg := range r.Targets {
+		for _, w := range strings.FieldsFunc(tg.Target, func(c rune) bool { return c == ' ' || c == ',' || c == ':' }) {
+			named[w] = true
+		}
+	}
+	for _, a := range allAttacks {
+		if !named[a] {
+			t.Errorf("attack %s has no target", a)
+		}
+	}
+}
+
+// TestSessionCapDefault: without -session-cap the sessions-per-ip target
+// is judged against the cap a server without -policy applies, so the
+// default run gives a verdict, not n/a.
+func TestSessionCapDefault(t *testing.T) {
+	var cfg abuseConfig
+	if err := cfg.FlagSet(io.Discard).Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	z, _ := policy.Default().Zone(policy.ZoneHandshake)
+	if z.MaxConnections == 0 || cfg.sessionCap != z.MaxConnections {
+		t.Fatalf("-session-cap default %d, want the default policy's max_connections %d", cfg.sessionCap, z.MaxConnections)
+	}
+	r := abuseReport{Attacks: []attackResult{{Name: attackPerIP, Attacker: attackerReport{Figures: map[string]float64{figSessionsHeld: 100, figDeliveredEnd: 500}}}}}
+	r.judge(&cfg)
+	for _, tg := range r.Targets {
+		if strings.HasPrefix(tg.Target, attackPerIP) && tg.Status != "pass" {
+			t.Errorf("%s: %s (%s), want pass against %d × %d", tg.Target, tg.Status, tg.Detail, cfg.sessionCap, cfg.sendLimit)
+		}
 	}
 }
 

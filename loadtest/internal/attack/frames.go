@@ -21,7 +21,7 @@ import (
 
 // Figure names of attackerReport.Figures.
 const (
-	figOpsPerSec       = "ops_per_sec"
+	figOpsPerSec       = "pairs_written_per_sec"
 	figBytesHeld       = "bytes_in_transactions"
 	figSessionsHeld    = "sessions_held"
 	figSessionsPeak    = "sessions_held_peak"
@@ -102,7 +102,7 @@ func (a *receiptsAttack) run(ctx context.Context, start, end time.Time) attacker
 	a.atk.outcome(&rep)
 	a.atk.closeAll() // unblocks a write the server stopped reading
 	wg.Wait()
-	rep.Summary = fmt.Sprintf("one session wrote %d receipt-bearing frames in messages of %d bytes (%d frames each) and read nothing",
+	rep.Summary = fmt.Sprintf("one session wrote %d receipt-bearing frames to its socket (client-side count, not what the server read) in messages of %d bytes (%d frames each) and read nothing",
 		rep.FramesWritten, len(msg), per)
 	return rep
 }
@@ -403,7 +403,7 @@ func (a *subChurnAttack) run(ctx context.Context, start, end time.Time) attacker
 	a.atk.closeAll()
 	rate := perSecond(ops, took)
 	rep.Figures = map[string]float64{figOpsPerSec: rate, figSubscriptions: float64(a.held)}
-	rep.Summary = fmt.Sprintf("one session wrote %d SUBSCRIBE+UNSUBSCRIBE pairs (%.0f per second) on a topic holding %d subscriptions",
+	rep.Summary = fmt.Sprintf("one session wrote %d SUBSCRIBE+UNSUBSCRIBE pairs to its socket (client-side count, %.0f per second; not what the server processed) on a topic holding %d subscriptions",
 		ops, rate, a.held)
 	return rep
 }

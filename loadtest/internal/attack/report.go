@@ -9,12 +9,14 @@ import (
 
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/loadtest/internal/scenario"
+	"github.com/stompgate/stompgate/loadtest/internal/scrape"
 )
 
 // abuseReport is the outcome of the abuse scenario.
 type abuseReport struct {
 	// SendLimit and SessionCap are what the sessions-per-ip target is
-	// judged with (-send-limit, -session-cap; 0: cap not known).
+	// judged with (-send-limit, -session-cap: by default the default
+	// policy's max_connections; 0: not judged).
 	SendLimit  int            `json:"send_limit"`
 	SessionCap int            `json:"session_cap"`
 	Attacks    []attackResult `json:"attacks"`
@@ -35,6 +37,13 @@ type attackResult struct {
 	Server   serverUsage    `json:"server"`
 	Honest   honestReport   `json:"honest"`
 	Attacker attackerReport `json:"attacker"`
+	// ServerFrames is what the server processed while the attack ran
+	// (its frame counters' increase, every session's, the honest room's
+	// included), as opposed to the attacker's figures, which count what
+	// the client wrote to its sockets; nil without the metrics page.
+	ServerFrames *scrape.FrameCounts `json:"server_frames,omitempty"`
+	// began and ended bound the load period, for the chart's marks.
+	began, ended time.Time
 }
 
 // honestReport is what the honest room saw during one attack.
@@ -68,7 +77,9 @@ type attackerReport struct {
 	Sessions int   `json:"sessions"`
 	Refused  int64 `json:"refused,omitempty"`
 	// FramesWritten counts the STOMP frames (HTTP requests for
-	// http-idle) the attack wrote without error.
+	// http-idle) the attack wrote to its sockets without error: a
+	// client-side count, which says nothing of what the server read
+	// (see attackResult.ServerFrames).
 	FramesWritten int64 `json:"frames_written"`
 	// ClosedByServer and Open count the sessions at the end of the
 	// attack; Closes tallies how the closed ones ended, and ErrorFrames
@@ -97,7 +108,29 @@ type targetResult struct {
 const (
 	receiptsRSSBound = 64 << 20
 	txFillRSSBound   = 128 << 20
+	// httpIdleConnBound is what one idle keep-alive connection may cost
+	// the server in RSS while its idle timeout runs: a socket, its
+	// buffers and a goroutine are a few KiB; measured at 16 KiB each
+	// for 1,000 connections, so four times that is a leak.
+	httpIdleConnBound = 64 << 10
+	// subChurnDelivery is the share of the honest room's messages that
+	// must arrive while a session churns subscriptions on another topic.
+	subChurnDelivery = 0.99
 )
+
+// marks are the chart's marks of the attacks that ran: each load
+// period's start, named, and its end, seconds after base.
+func (r *abuseReport) marks(base time.Time) []report.Mark {
+	var out []report.Mark
+	for _, a := range r.Attacks {
+		if a.began.IsZero() {
+			continue
+		}
+		out = append(out, report.Mark{At: a.began.Sub(base).Seconds(), Label: a.Name},
+			report.Mark{At: a.ended.Sub(base).Seconds()})
+	}
+	return out
+}
 
 // find returns the named attack if it ran.
 func (r *abuseReport) find(name string) *attackResult {
@@ -162,7 +195,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		detail := fmt.Sprintf("held %.0f sessions from one IP, delivering %.1f msg/s into one subscriber (%.1f× the send limit of %d/s)",
 			held, rate, rate/float64(cfg.sendLimit), cfg.sendLimit)
 		if cfg.sessionCap == 0 {
-			add(target, "n/a", detail+"; no -session-cap given")
+			add(target, "n/a", detail+"; -session-cap 0: not judged")
 			break
 		}
 		bound := float64(cfg.sessionCap * cfg.sendLimit)
@@ -172,7 +205,7 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		}
 		add(target, status, fmt.Sprintf("%s; bound %d × %d = %.0f msg/s", detail, cfg.sessionCap, cfg.sendLimit, bound))
 	}
-	target = "silent-hb: a 24.8-day heart-beat offer is checked like 0,0"
+	target = "silent, silent-hb: a 24.8-day heart-beat offer is checked like 0,0"
 	switch hb, zero := r.find(attackSilentHB), r.find(attackSilent); {
 	case hb == nil || zero == nil:
 		add(target, "n/a", "needs silent and silent-hb run")
@@ -196,6 +229,8 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 		}
 		add(target, status, fmt.Sprintf("%.0f forged SENDs, %.0f received, %.0f without the server's sender header", sent, got, unmarked))
 	}
+	r.judgeSubChurn(add)
+	r.judgeHTTPIdle(cfg, add)
 	r.judgeIPv6Prefix(cfg, add)
 	r.judgeAppFill(cfg, add)
 	r.judgeUpgradeFlood(add)
@@ -204,6 +239,63 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgePrincipalFlood(cfg, add)
 	r.judgeReconnectLoop(cfg, add)
 	r.judgeRelayInject(add)
+}
+
+// judgeSubChurn: a session churning subscriptions on a crowded topic
+// costs the honest room on another topic neither subscribers nor
+// messages.
+func (r *abuseReport) judgeSubChurn(add func(target, status, detail string)) {
+	target := fmt.Sprintf("sub-churn: the honest room keeps every subscriber and %.0f%% of its messages", subChurnDelivery*100)
+	a := r.find(attackSubChurn)
+	if a == nil {
+		add(target, "n/a", "not run")
+		return
+	}
+	detail := fmt.Sprintf("%d of %d subscribers connected, %d of %d messages delivered", a.Honest.Subscribers-a.Honest.Disconnected, a.Honest.Subscribers,
+		a.Honest.Delivered, a.Honest.Expected)
+	if f := a.ServerFrames; f != nil {
+		detail += fmt.Sprintf("; the server received %d frames (%d passed, %d dropped)", f.Received, f.Passed, f.Dropped)
+	}
+	switch {
+	case a.Honest.Disconnected > 0:
+		add(target, "fail", detail+": "+strings.Join(a.Honest.Disconnects, "; "))
+	case a.Honest.Expected == 0 || float64(a.Honest.Delivered) < subChurnDelivery*float64(a.Honest.Expected):
+		add(target, "fail", detail)
+	default:
+		add(target, "pass", detail)
+	}
+}
+
+// judgeHTTPIdle: idle keep-alive connections are closed once the
+// server's idle timeout passed; before that they hold little memory.
+func (r *abuseReport) judgeHTTPIdle(cfg *abuseConfig, add func(target, status, detail string)) {
+	target := fmt.Sprintf("http-idle: idle connections closed after -http-idle-timeout (%v), each under %d KiB meanwhile", cfg.httpIdleTimeout, httpIdleConnBound>>10)
+	a := r.find(attackHTTPIdle)
+	if a == nil {
+		add(target, "n/a", "not run")
+		return
+	}
+	held := a.Attacker.Sessions
+	detail := fmt.Sprintf("%d of %d connections open after %.1fs", a.Attacker.Open, held, a.Seconds)
+	if a.Seconds > cfg.httpIdleTimeout.Seconds() {
+		status := "pass"
+		if a.Attacker.Open > 0 {
+			status = "fail"
+		}
+		add(target, status, detail)
+		return
+	}
+	detail += ", shorter than the idle timeout"
+	if a.Server.Source == "" || held == 0 {
+		add(target, "n/a", detail+"; server RSS not measured")
+		return
+	}
+	per := float64(a.Server.RSSPeak-a.Server.RSSBefore) / float64(held)
+	status := "pass"
+	if per >= httpIdleConnBound {
+		status = "fail"
+	}
+	add(target, status, fmt.Sprintf("%s; RSS +%.1f MiB, %.1f KiB per connection", detail, scenario.MiB(a.Server.RSSPeak-a.Server.RSSBefore), per/1024))
 }
 
 // judgeRelayInject: nothing published straight into Redis reaches an
@@ -280,6 +372,10 @@ func (r *abuseReport) WriteText(w io.Writer) {
 		}
 		if a.Honest.Foreign > 0 {
 			fmt.Fprintf(w, "  honest subscribers received %d of the attack's messages\n", a.Honest.Foreign)
+		}
+		if f := a.ServerFrames; f != nil {
+			fmt.Fprintf(w, "  server processed: %d frames received, %d passed, %d dropped (its counters over the attack and the drain; every session, the honest room's included)\n",
+				f.Received, f.Passed, f.Dropped)
 		}
 		if a.Server.Error != "" {
 			fmt.Fprintf(w, "  server usage: %s\n", a.Server.Error)

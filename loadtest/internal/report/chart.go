@@ -153,8 +153,14 @@ func WriteChart(w io.Writer, title string, ss []Series) error {
 		n = max(n, len(s.Values))
 		vals = append(vals, s.Values)
 		if !strings.Contains(s.Name, "/s") {
-			unit = "count"
+			unit = "value"
+			if len(ss) == 1 {
+				unit = s.Name
+			}
 		}
+	}
+	if len(ss) > 0 && ss[0].Unit != "" {
+		unit = ss[0].Unit
 	}
 	ax := newYAxis(vals)
 	x := func(i int) float64 {
@@ -174,6 +180,11 @@ func WriteChart(w io.Writer, title string, ss []Series) error {
 			strconv.FormatFloat((time.Duration(i+1)*xStep).Seconds(), 'f', -1, 64))
 	}
 	fmt.Fprintf(bw, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", padLeft+plotW/2, chartH-10, esc(xLabel))
+	if len(ss) > 0 {
+		drawMarks(bw, ss[0].Marks, func(t float64) float64 {
+			return x(0) + (t/xStep.Seconds()-1)*(x(1)-x(0))
+		})
+	}
 
 	colours := map[string]string{}
 	for i, s := range ss {
@@ -203,6 +214,22 @@ func WriteChart(w io.Writer, title string, ss []Series) error {
 	}
 	fmt.Fprintln(bw, `</svg>`)
 	return bw.Flush()
+}
+
+// drawMarks draws each mark as a dashed vertical line across the plot at
+// xAt(its time), clamped to the plot, with its label at the top turned
+// along the line so that marks close together stay readable.
+func drawMarks(bw *bufio.Writer, marks []Mark, xAt func(float64) float64) {
+	for _, m := range marks {
+		mx := math.Min(math.Max(xAt(m.At), padLeft), padLeft+plotW)
+		if math.IsNaN(mx) {
+			mx = padLeft
+		}
+		fmt.Fprintf(bw, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="3 3"/>`+"\n", mx, padTop, mx, padTop+plotH)
+		if m.Label != "" {
+			fmt.Fprintf(bw, `<text x="%.1f" y="%d" font-size="10" transform="rotate(90 %.1f %d)">%s</text>`+"\n", mx+3, padTop+4, mx+3, padTop+4, esc(m.Label))
+		}
+	}
 }
 
 // BarSet is one colour of a bar chart: a value per group.

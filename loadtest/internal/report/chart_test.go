@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -139,5 +140,50 @@ func TestSeriesJSON(t *testing.T) {
 	}
 	if got, want := string(b), `{"name":"normal delivered","values":[1.5]}`; got != want {
 		t.Errorf("json.Marshal(Series) = %s, want %s", got, want)
+	}
+}
+
+// TestChartUnitAndMarks: the y axis says what it counts (the series'
+// Unit, else a single series' name, never "count"), and each mark is a
+// vertical line across the plot, labelled when it has a label, at its
+// second of the run.
+func TestChartUnitAndMarks(t *testing.T) {
+	values := []float64{10, 12, 30, 31, 12, 11}
+	for _, tt := range []struct {
+		name string
+		s    Series
+		unit string
+	}{
+		{"unit given", Series{Name: "server RSS MiB", Unit: "server RSS (MiB)", Values: values}, "server RSS (MiB)"},
+		{"one series", Series{Name: "server RSS MiB", Values: values}, "server RSS MiB"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.s
+			s.Marks = []Mark{{At: 2, Label: "receipts"}, {At: 4}, {At: 4, Label: "tx-fill"}}
+			var b strings.Builder
+			if err := WriteChart(&b, "abuse", []Series{s}); err != nil {
+				t.Fatal(err)
+			}
+			svg := b.String()
+			if !strings.Contains(svg, ">"+tt.unit+"</text>") || strings.Contains(svg, ">count</text>") {
+				t.Errorf("y axis not labelled %q:\n%s", tt.unit, svg)
+			}
+			for _, l := range []string{">receipts</text>", ">tx-fill</text>"} {
+				if !strings.Contains(svg, l) {
+					t.Errorf("no mark label %s", l)
+				}
+			}
+			// Values cover seconds 1..6 at x(0)..x(5): second 2 is x(1),
+			// second 4 is x(3).
+			step := float64(plotW) / 5
+			for _, at := range []float64{padLeft + step, padLeft + 3*step} {
+				if want := fmt.Sprintf(`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888"`, at, padTop, at, padTop+plotH); !strings.Contains(svg, want) {
+					t.Errorf("no mark line %s", want)
+				}
+			}
+			if got := strings.Count(svg, `stroke="#888"`); got != 3 {
+				t.Errorf("%d mark lines, want 3", got)
+			}
+		})
 	}
 }

@@ -22,6 +22,20 @@ type Series struct {
 	// in style. An empty group is a group of its own.
 	Group string    `json:"-"`
 	Style LineStyle `json:"-"`
+	// Unit is what the y axis counts ("server RSS, MiB"); the chart
+	// takes it from the first series. Empty: "per second" when every
+	// series is a rate (a "/s" in its name), else the one series' name.
+	Unit string `json:"-"`
+	// Marks are moments of the run drawn as vertical lines (the start of
+	// each attack); the chart takes them from the first series.
+	Marks []Mark `json:"-"`
+}
+
+// Mark is a moment of the run on the chart: At seconds since the run
+// began, with a label (empty: the line alone, as at an attack's end).
+type Mark struct {
+	At    float64
+	Label string
 }
 
 // LineStyle tells a group's series apart on the chart.

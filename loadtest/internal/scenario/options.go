@@ -51,7 +51,7 @@ func (c *Common) Register(fs *flag.FlagSet, defDuration time.Duration) {
 	fs.StringVar(&c.login, "login", "", "CONNECT login header (empty: none)")
 	fs.StringVar(&c.passcode, "passcode", "", "CONNECT passcode header (empty: none); wsserver reads a JWT here")
 	fs.StringVar(&c.TopicPrefix, "topic-prefix", "/topic/loadtest.", "prefix of every destination used")
-	fs.StringVar(&c.MetricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http://<host of -url>:9090/metrics, wsserver's admin listener; \"off\" skips scraping)")
+	fs.StringVar(&c.MetricsURL, "metrics-url", "", "server's Prometheus endpoint (default: http://<host of -url>:8082/metrics, wsserver's admin listener; \"off\" skips scraping)")
 	fs.IntVar(&c.PID, "pid", 0, "server process id on this machine, for its CPU time and RSS from /proc (0: not measured)")
 	fs.DurationVar(&c.Duration, "duration", defDuration, "how long the load runs")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
@@ -119,11 +119,11 @@ func (c *Common) MetricsEndpoint() string {
 
 // wsserverAdminPort is wsserver's default admin listener port, where its
 // /metrics is served (on loopback).
-const wsserverAdminPort = "9090"
+const wsserverAdminPort = "8082"
 
 // metricsURLFrom derives the metrics URL from the WebSocket URL:
 // wsserver's default admin listener on the same host,
-// http://<host>:9090/metrics. A server whose metrics are elsewhere needs
+// http://<host>:8082/metrics. A server whose metrics are elsewhere needs
 // -metrics-url.
 func metricsURLFrom(wsURL string) string {
 	u, err := url.Parse(wsURL)

@@ -74,9 +74,9 @@ func TestHandshakeDeltas(t *testing.T) {
 
 func TestURLs(t *testing.T) {
 	tests := []struct{ ws, metrics string }{
-		{"ws://127.0.0.1:8080/ws", "http://127.0.0.1:9090/metrics"},
-		{"wss://example.com/stomp", "http://example.com:9090/metrics"},
-		{"ws://[::1]:8080/ws", "http://[::1]:9090/metrics"},
+		{"ws://127.0.0.1:8080/ws", "http://127.0.0.1:8082/metrics"},
+		{"wss://example.com/stomp", "http://example.com:8082/metrics"},
+		{"ws://[::1]:8080/ws", "http://[::1]:8082/metrics"},
 	}
 	for _, tt := range tests {
 		if got := metricsURLFrom(tt.ws); got != tt.metrics {

@@ -5,7 +5,7 @@
 //
 //	redis-server --port 6379 &
 //	wsserver -redis-url redis://127.0.0.1:6379/0 -api-key secret &
-//	tictactoe -redis-url redis://127.0.0.1:6379/0 -api-url http://127.0.0.1:9090 -api-key secret
+//	tictactoe -redis-url redis://127.0.0.1:6379/0 -api-url http://127.0.0.1:8082 -api-key secret
 //
 // then open http://127.0.0.1:8081/ in two tabs and join the same game.
 package main
@@ -41,7 +41,7 @@ func run() error {
 	stream := flag.String("stream", appstream.DefaultStream, "wsserver's -app-stream")
 	group := flag.String("group", "tictactoe", "consumer group")
 	consumer := flag.String("consumer", "worker", "this worker's name in the group")
-	apiURL := flag.String("api-url", "http://127.0.0.1:9090", "wsserver's admin listener")
+	apiURL := flag.String("api-url", "http://127.0.0.1:8082", "wsserver's admin listener")
 	apiKey := flag.String("api-key", os.Getenv("WSSERVER_API_KEY"), "wsserver's -api-key (default $WSSERVER_API_KEY)")
 	webAddr := flag.String("web-addr", "127.0.0.1:8081", "where the game's browser page is served (empty: no page)")
 	wsServer := flag.String("ws-server", "http://127.0.0.1:8080", "wsserver's public listener, which the page's WebSocket is passed on to")
