@@ -134,6 +134,8 @@
 //   - stompgate_handshakes_total{result}: WebSocket upgrade requests by
 //     result (accepted, rejected_limit, rejected_ban, rejected_origin,
 //     rejected_shutdown, rejected_session_cap, store_error, upgrade_failed,
+//     rejected_admission, session_cap_timeout (the per-IP session cap
+//     undecided within the handshake's bound: 503, the instance is busy),
 //     other).
 //   - stompgate_handshake_limiter_decision_seconds{store} (histogram): time
 //     to decide one request, buckets from 50µs to 250ms

@@ -55,4 +55,8 @@ var (
 	// Retry-After). The reason is counted in
 	// stompgate_admission_refused_total.
 	HandshakeRejectedAdmission = defineHandshake("rejected_admission")
+	// HandshakeSessionCapTimeout: the per-IP session cap's store did not
+	// answer within the handshake's acquire bound, which only a saturated
+	// instance makes it wait (503 with Retry-After).
+	HandshakeSessionCapTimeout = defineHandshake("session_cap_timeout")
 )

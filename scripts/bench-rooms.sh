@@ -48,7 +48,9 @@ rooms() {
 
 pairs=()
 for n in $sizes; do
-  start_server
+  # The game's load, not the admission: the default -admit-rate
+  # (-max-sessions/20 a second) would refuse most of 10,000 joins at once.
+  start_server -admit-rate -1
   rooms "sg_$n" -url "$sg_url" -sessions "$n" -pid "$server_pid"
   cleanup
   sleep 2
@@ -85,7 +87,7 @@ erl_version=$(dpkg-query -W -f '${Version}' erlang-base 2>/dev/null || echo unkn
   echo "joined, then up to 10 s of drain. Every message reaches the 9 players of"
   echo "its room, the sender included. Each server is fresh for each size."
   echo
-  echo "- stompgate: \`wsserver -addr 127.0.0.1:$port -log-level error\` (defaults: 20 SEND/s per session, heart-beats 10 s)"
+  echo "- stompgate: \`wsserver -addr 127.0.0.1:$port -log-level error -admit-rate -1\` (defaults: 20 SEND/s per session, heart-beats 10 s; the instance admission rate off, as this measures the game, not the admission)"
   echo "- RabbitMQ $rmq_version (Erlang $erl_version), \`rabbitmq-plugins enable rabbitmq_web_stomp\`, defaults otherwise; started by \`scripts/rabbitmq.sh\`"
   echo
   echo '```'

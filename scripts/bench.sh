@@ -63,7 +63,9 @@ lt storm handshake-storm -url "$url" -ips 4 -attempts 20 -rate 10
 lt storm_fast handshake-storm -url "$url" -ips 16 -attempts 500 -rate 0
 
 # Idle: 10,000 sessions from 127.1.x.y, one per address, on a fresh server.
-start_server
+# It measures what a session holds, not the admission: -admit-rate -1, or
+# the default rate (-max-sessions/20 a second) refuses most of the dials.
+start_server -admit-rate -1
 lt idle idle -url "$url" -sessions 10000 -duration 30s -pid "$server_pid"
 stop_server
 
@@ -210,10 +212,12 @@ per_dropped=$(awk -v a="$cpu_abuse" -v c="$cpu_clean" -v n="$dropped" \
   echo
   echo "10,000 sessions with heart-beat 10000,10000 (an EOL every 10 s each way),"
   echo "opened 200 at a time from distinct loopback addresses (127.1.x.y, one"
-  echo "session each, which the default handshake policy lets through)."
+  echo "session each, which the default handshake policy lets through), with"
+  echo "the instance admission rate off (\`-admit-rate -1\`): this measures what a"
+  echo "session holds, not how fast the instance admits them."
   echo
   echo '```'
-  echo "wsserver -addr 127.0.0.1:$port -log-level error"
+  echo "wsserver -addr 127.0.0.1:$port -log-level error -admit-rate -1"
   cat "$work/idle.cmd"
   echo '```'
   echo

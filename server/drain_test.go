@@ -24,9 +24,18 @@ func TestDrainSpreadsCloses(t *testing.T) {
 	// Record the waits instead of sleeping; the grace's wait lets a new
 	// session in to show the server still serves during it.
 	graceDone := make(chan struct{})
+	// The clock moves only by the waits, as if each took exactly as
+	// long as asked.
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts.now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return clock
+	}
 	ts.sleep = func(ctx context.Context, d time.Duration) bool {
 		mu.Lock()
 		waits = append(waits, d)
+		clock = clock.Add(d)
 		first := len(waits) == 1
 		mu.Unlock()
 		if first {
@@ -114,5 +123,108 @@ func TestShutdownRetryWindow(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v): no error", cfg)
 		}
+	}
+}
+
+// paceCloses at fixed instants: the clock moves only by the sleeps,
+// each taking as long as asked plus an overrun. However late each
+// wake-up, every session is closed by the period's end plus one
+// wake-up's overrun, in even batches of what came due since the last.
+func TestPaceCloses(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		n       int
+		period  time.Duration
+		overrun func(d time.Duration) time.Duration // added to each sleep
+		// want: the sleeps asked for, each batch's size and when the
+		// last session was closed (from the start).
+		wantSleeps  int
+		wantBatches map[int]int // batch size -> how many batches
+		wantLast    time.Duration
+	}{
+		{
+			name: "10,000 over 10s on time", n: 10_000, period: 10 * time.Second,
+			overrun:    func(time.Duration) time.Duration { return 0 },
+			wantSleeps: 1000, wantBatches: map[int]int{1: 1, 10: 999, 9: 1}, wantLast: 10 * time.Second,
+		},
+		{
+			// Every timer fires three times late: 30 ms between wake-ups,
+			// 30 sessions each, the last one still within the period plus
+			// one overrun.
+			name: "10,000 over 10s, wake-ups 3x late", n: 10_000, period: 10 * time.Second,
+			overrun:    func(d time.Duration) time.Duration { return 2 * d },
+			wantSleeps: 334, wantBatches: map[int]int{1: 1, 30: 333, 9: 1}, wantLast: 10*time.Second + 20*time.Millisecond,
+		},
+		{
+			name: "4 over 600ms", n: 4, period: 600 * time.Millisecond,
+			overrun:    func(time.Duration) time.Duration { return 0 },
+			wantSleeps: 3, wantBatches: map[int]int{1: 4}, wantLast: 450 * time.Millisecond,
+		},
+		{
+			name: "3 at once", n: 3, period: 0,
+			overrun:    func(time.Duration) time.Duration { return 0 },
+			wantSleeps: 0, wantBatches: map[int]int{3: 1}, wantLast: 0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := t0
+			sleeps := 0
+			sleep := func(_ context.Context, d time.Duration) bool {
+				sleeps++
+				clock = clock.Add(d + tt.overrun(d))
+				return true
+			}
+			batches := map[int]int{}
+			batch, closed := 0, 0
+			var at time.Time
+			var last time.Duration
+			end := func(k int) {
+				if k != closed {
+					t.Fatalf("closed session %d, want %d: in order, each once", k, closed)
+				}
+				closed++
+				if clock != at && batch > 0 {
+					batches[batch]++
+					batch = 0
+				}
+				at = clock
+				batch++
+				last = clock.Sub(t0)
+			}
+			if !paceCloses(context.Background(), tt.n, tt.period, func() time.Time { return clock }, sleep, end) {
+				t.Fatal("paceCloses = false, want true")
+			}
+			batches[batch]++
+			if closed != tt.n {
+				t.Fatalf("closed %d sessions, want %d", closed, tt.n)
+			}
+			if sleeps != tt.wantSleeps || last != tt.wantLast || fmt.Sprint(batches) != fmt.Sprint(tt.wantBatches) {
+				t.Errorf("%d sleeps, last closed at %v, batches (size: count) %v; want %d, %v, %v",
+					sleeps, last, batches, tt.wantSleeps, tt.wantLast, tt.wantBatches)
+			}
+		})
+	}
+}
+
+// A sleep cut short (ctx ended) stops the closes where they are.
+func TestPaceClosesCanceled(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock, closed := t0, 0
+	sleep := func(_ context.Context, d time.Duration) bool {
+		clock = clock.Add(d)
+		return clock.Sub(t0) < 50*time.Millisecond
+	}
+	if paceCloses(context.Background(), 100, time.Second, func() time.Time { return clock }, sleep, func(int) { closed++ }) {
+		t.Fatal("paceCloses = true after a sleep was cut short, want false")
+	}
+	// Due by 40 ms: sessions 0 to 4 (each 10 ms apart); the sleep to 50 ms
+	// was cut short.
+	if closed != 5 {
+		t.Errorf("closed %d, want 5", closed)
 	}
 }

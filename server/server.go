@@ -52,8 +52,10 @@ type Server struct {
 	// origins logs the handshakes refused as cross-origin.
 	origins originLog
 
-	// sleep, when set by a test, replaces the timer Drain waits on.
+	// sleep and now, when set by a test, replace the timer Drain waits
+	// on and the clock it paces its closes by.
 	sleep func(ctx context.Context, d time.Duration) bool
+	now   func() time.Time
 
 	// mu guards shutting and the Add side of sessions, so that no session
 	// starts after Shutdown began waiting.

@@ -47,16 +47,23 @@ type Decision struct {
 	// (a timeout, likelier this server's load than an outage): FailClosed
 	// does not apply to such a decision.
 	Local bool
+	// TimedOut is true when the Middleware gave up waiting for the
+	// decision (MiddlewareConfig.AcquireTimeout) and refused the session
+	// undecided; Store is then StoreNone. The Limiter never sets it.
+	TimedOut bool
 }
 
 // Handshake is how a handshake ends when d answers its per-IP cap: nil
-// when Allowed, HandshakeStoreError when no store answered,
+// when Allowed, HandshakeSessionCapTimeout when the Middleware gave up
+// waiting, HandshakeStoreError when no store answered,
 // HandshakeRejectedSessionCap otherwise. (A refusal at the per-principal
 // cap ends the session instead: RejectSessionCap.)
 func (d Decision) Handshake() *outcome.Handshake {
 	switch {
 	case d.Allowed:
 		return nil
+	case d.TimedOut:
+		return outcome.HandshakeSessionCapTimeout
 	case d.Store == StoreNone:
 		return outcome.HandshakeStoreError
 	}

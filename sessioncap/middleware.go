@@ -22,7 +22,10 @@ const DefaultRetryAfter = 2 * time.Second
 
 // DefaultAcquireTimeout bounds one Acquire made for a handshake or a
 // CONNECT beyond the Redis call's own timeout: a session is never held
-// longer than this waiting for its slot.
+// longer than this waiting for its slot. A second is twenty times the
+// Redis call's default bound: a handshake waits that long only when this
+// instance is too busy to read the answer (a reconnect storm on two
+// cores), and is then refused as busy (see Middleware).
 const DefaultAcquireTimeout = time.Second
 
 // MiddlewareConfig configures Middleware. Limiter, Zone and Max are
@@ -62,6 +65,9 @@ type MiddlewareConfig struct {
 	// Rand returns uniform values in [0, 1) for the Retry-After draws.
 	// Nil means math/rand/v2's Float64.
 	Rand func() float64
+	// AcquireTimeout bounds the wait for one handshake's decision. Zero
+	// means DefaultAcquireTimeout; negative is an error.
+	AcquireTimeout time.Duration
 }
 
 // Middleware returns a handler that caps the sessions each client (an
@@ -72,7 +78,20 @@ type MiddlewareConfig struct {
 //
 // A request over the cap gets 429 Too Many Requests with a short text
 // body and Retry-After: <seconds, jittered above RetryAfter>, before any
-// WebSocket work, as nginx's limit_conn answers it. The client key is the one the handshake
+// WebSocket work, as nginx's limit_conn answers it.
+//
+// A request whose decision is not made within AcquireTimeout gets 503
+// Service Unavailable with the same jittered Retry-After, and is counted
+// through the Limiter's Observer as a Decision with TimedOut
+// (outcome.HandshakeSessionCapTimeout). The wait is far beyond the Redis
+// call's own bound, past which the Limiter already decides on this
+// instance's own count; only an instance too busy to run the handshake
+// waits that long, so the refusal is the one an instance gives when it
+// is busy, whoever asks. Config.FailClosed does not apply: a wait says
+// nothing about Redis (see the Limiter's judgement of timeouts), and
+// letting the session through without a slot would leave it uncounted
+// by every cap. A lease the script may still have taken in Redis is
+// never renewed and expires within the lease TTL. The client key is the one the handshake
 // limiter in front used (clientip.KeyFrom), else the key of
 // clientip.FromRequest with TrustedProxies and IPv6Prefix.
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
@@ -93,6 +112,12 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	}
 	if cfg.RetryAfter == 0 {
 		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.AcquireTimeout < 0 {
+		return nil, configErrorf("MiddlewareConfig.AcquireTimeout %v is negative", cfg.AcquireTimeout)
+	}
+	if cfg.AcquireTimeout == 0 {
+		cfg.AcquireTimeout = DefaultAcquireTimeout
 	}
 	if cfg.IPv6Prefix == 0 {
 		cfg.IPv6Prefix = clientip.DefaultIPv6Prefix
@@ -116,15 +141,21 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		key = clientip.Key(clientip.FromRequest(r, m.cfg.TrustedProxies), m.cfg.IPv6Prefix)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), DefaultAcquireTimeout)
+	ctx, cancel := context.WithTimeout(r.Context(), m.cfg.AcquireTimeout)
 	lease, d, err := m.cfg.Limiter.Acquire(ctx, ScopeIP, m.cfg.Zone+":"+key, m.cfg.Max)
 	cancel()
 	if err != nil {
 		if r.Context().Err() != nil {
 			return // the client is gone; nobody reads an answer
 		}
-		m.cfg.Logger.Error("sessioncap: acquiring a session slot failed", "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
+		// Acquire fails only for a bad key or max (impossible here: Max
+		// was checked, and a key is never empty) or when ctx ended: the
+		// decision took longer than AcquireTimeout.
+		d = Decision{Store: StoreNone, TimedOut: true}
+		m.cfg.Limiter.observer.Decision(ScopeIP, d)
+		secs := retryafter.Header(retryafter.Jittered(m.cfg.RetryAfter, m.cfg.Rand))
+		w.Header().Set("Retry-After", secs)
+		http.Error(w, "server busy (session cap undecided), retry after "+secs+"s", http.StatusServiceUnavailable)
 		return
 	}
 	if !d.Allowed {

@@ -16,6 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/testredis"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/server"
 )
 
@@ -148,6 +150,7 @@ func TestMiddlewareConfig(t *testing.T) {
 		{name: "no zone", cfg: MiddlewareConfig{Limiter: l, Max: 1}, wantErr: "sessioncap: MiddlewareConfig.Zone is empty"},
 		{name: "zero max", cfg: MiddlewareConfig{Limiter: l, Zone: "z"}, wantErr: "sessioncap: MiddlewareConfig.Max 0 is below 1"},
 		{name: "negative retry", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, RetryAfter: -time.Second}, wantErr: "sessioncap: MiddlewareConfig.RetryAfter -1s is negative"},
+		{name: "negative acquire timeout", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, AcquireTimeout: -time.Second}, wantErr: "sessioncap: MiddlewareConfig.AcquireTimeout -1s is negative"},
 		{name: "prefix too long", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: 129}, wantErr: "sessioncap: MiddlewareConfig.IPv6Prefix 129 is not between 1 and 128"},
 		{name: "negative prefix", cfg: MiddlewareConfig{Limiter: l, Zone: "z", Max: 1, IPv6Prefix: -1}, wantErr: "sessioncap: MiddlewareConfig.IPv6Prefix -1 is not between 1 and 128"},
 	}
@@ -205,5 +208,62 @@ func TestMiddlewareCapsIPv6Prefix(t *testing.T) {
 	}
 	if n := l.Held(ScopeIP, "ws_handshake:2001:db8:7:1::/64"); n != 2 {
 		t.Errorf("Held(2001:db8:7:1::/64) = %d, want 2", n)
+	}
+}
+
+// TestMiddlewareAcquireTimeout pauses the Redis the cap is kept in, so
+// that a handshake's decision outlasts AcquireTimeout: the handshake is
+// refused as busy (503 with a jittered Retry-After, never 500), counted
+// as a timed-out decision whatever the fail mode, and the next handshake
+// after Redis resumes is decided by Redis again.
+func TestMiddlewareAcquireTimeout(t *testing.T) {
+	t.Parallel()
+	for _, failClosed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("failClosed=%v", failClosed), func(t *testing.T) {
+			t.Parallel()
+			srv := testredis.Start(t)
+			obs := newCountingObserver()
+			// The Redis call's own bound (a minute) never ends first: the
+			// handshake's does.
+			l := newJudgedLimiter(t, srv, time.Minute, 0, 0, obs)
+			l.failClosed = failClosed
+			base := serveCapped(t, MiddlewareConfig{Limiter: l, Zone: "ws_handshake", Max: 2,
+				AcquireTimeout: 200 * time.Millisecond, Rand: func() float64 { return 0.99 }})
+
+			srv.Pause()
+			c, resp := dial(t, base)
+			srv.Resume()
+			if c != nil {
+				t.Fatal("Redis paused: accepted, want a refusal")
+			}
+			body, _ := io.ReadAll(resp.Body)
+			// DefaultRetryAfter (2 s) jittered by its spread (1 s): 3 at 0.99.
+			if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "3" {
+				t.Fatalf("Redis paused: HTTP %d Retry-After %q (%q), want 503 and 3", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+			}
+			if !strings.Contains(string(body), "server busy") || !strings.Contains(string(body), "retry after 3s") {
+				t.Errorf("Redis paused: body %q, want it to say busy and when to retry", body)
+			}
+			obs.mu.Lock()
+			ds := append([]Decision(nil), obs.decisions[ScopeIP]...)
+			obs.mu.Unlock()
+			if len(ds) != 1 || ds[0] != (Decision{Store: StoreNone, TimedOut: true}) {
+				t.Fatalf("decisions %+v, want one timed out", ds)
+			}
+			if h := ds[0].Handshake(); h != outcome.HandshakeSessionCapTimeout {
+				t.Errorf("Handshake() = %v, want %v", h, outcome.HandshakeSessionCapTimeout)
+			}
+			if n := l.Held(ScopeIP, "ws_handshake:127.0.0.1"); n != 0 {
+				t.Errorf("Held = %d after a refusal, want 0", n)
+			}
+
+			poll.Until(t, 30*time.Second, func() error {
+				c, resp := dial(t, base)
+				if c == nil {
+					return fmt.Errorf("Redis resumed: HTTP %d, want 101", resp.StatusCode)
+				}
+				return nil
+			})
+		})
 	}
 }

@@ -402,6 +402,8 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 		}
 	}()
 
+	serverCPU0, _ := procstat.CPU(b.pid())
+	toolCPU0 := procstat.SelfCPU()
 	stopAt := time.Now()
 	u.phase.Store(phaseStorm)
 	if cfg.stop == "kill" {
@@ -427,6 +429,11 @@ wait:
 	}
 	u.phase.Store(phaseAfter)
 	stormSeconds := time.Since(stopAt).Seconds()
+	if v, err := procstat.CPU(b.pid()); err == nil {
+		rr.ServerCPUSeconds = report.Round3((v - serverCPU0).Seconds())
+	}
+	rr.ToolCPUSeconds = report.Round3((procstat.SelfCPU() - toolCPU0).Seconds())
+	rr.StormSeconds = report.Round3(stormSeconds)
 	close(rssDone)
 	rssWG.Wait()
 	rr.RSSPeakBytes = rssPeak.Load()
@@ -487,6 +494,7 @@ wait:
 		rr.IdealSeconds = report.Round3(float64(rr.Lost) / rr.AdmitRate)
 	}
 	rr.ArrivalsPer100ms, rr.AttemptsPer100ms = bins(arrivals), bins(attemptTimes)
+	rr.PeakArrivalsPerSecond = peakWindow(rr.ArrivalsPer100ms, int(time.Second/binWidth))
 	for i, v := range rr.ArrivalsPer100ms {
 		if v > rr.PeakArrivals {
 			rr.PeakArrivals, rr.PeakAtSeconds = v, report.Round3(float64(i)*binWidth.Seconds())

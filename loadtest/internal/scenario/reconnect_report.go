@@ -60,6 +60,17 @@ type reconnectReport struct {
 	AttemptsPer100ms []int   `json:"attempts_per_100ms"`
 	PeakArrivals     int     `json:"peak_arrivals_per_100ms"`
 	PeakAtSeconds    float64 `json:"peak_at_seconds"`
+	// PeakArrivalsPerSecond is the most arrivals in any ten
+	// consecutive bins (a sliding second): what the bucket's rate
+	// bounds, where a 100 ms bin also shows when B and this tool, on
+	// the same cores, delivered them.
+	PeakArrivalsPerSecond int `json:"peak_arrivals_per_second"`
+	// ServerCPUSeconds and ToolCPUSeconds are the CPU time B and this
+	// tool used from the stop until every session was back (or the
+	// end), over StormSeconds of wall time.
+	ServerCPUSeconds float64 `json:"server_cpu_seconds,omitempty"`
+	ToolCPUSeconds   float64 `json:"tool_cpu_seconds,omitempty"`
+	StormSeconds     float64 `json:"storm_seconds,omitempty"`
 	// RSSPeakBytes is B's highest VmRSS sampled every 100 ms from the
 	// stop to the end; RSSHWMBytes its VmHWM (the peak of its whole
 	// life) at the end; MemoryLimitBytes its -memory-limit (0: none).
@@ -108,6 +119,19 @@ func bins(times []time.Duration) []int {
 		out[i]++
 	}
 	return out
+}
+
+// peakWindow returns the largest sum of n consecutive values of v.
+func peakWindow(v []int, n int) int {
+	best, sum := 0, 0
+	for i, x := range v {
+		sum += x
+		if i >= n {
+			sum -= v[i-n]
+		}
+		best = max(best, sum)
+	}
+	return best
 }
 
 // asciiChart draws vals as columns of # at most height rows high and
@@ -176,6 +200,11 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "peak arrivals per 100 ms\t%d at %.1f s (no -admit-rate in -server-args)\n", r.PeakArrivals, r.PeakAtSeconds)
 	}
+	if r.AdmitRate > 0 {
+		fmt.Fprintf(tw, "peak arrivals in any second\t%d (%.2f× the admission rate)\n", r.PeakArrivalsPerSecond, float64(r.PeakArrivalsPerSecond)/r.AdmitRate)
+	} else {
+		fmt.Fprintf(tw, "peak arrivals in any second\t%d\n", r.PeakArrivalsPerSecond)
+	}
 	fmt.Fprintf(tw, "attempts at B\t%d = %d back + %d refused\n", r.Attempts, r.Back, r.Attempts-r.Back)
 	if l := r.AttemptLatency; l != nil {
 		fmt.Fprintf(tw, "attempt until answered\tp50 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
@@ -190,6 +219,9 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	limit := "no -memory-limit in -server-args"
 	if r.MemoryLimitBytes > 0 {
 		limit = fmt.Sprintf("-memory-limit %.1f MiB", MiB(r.MemoryLimitBytes))
+	}
+	if r.StormSeconds > 0 {
+		fmt.Fprintf(tw, "CPU during the storm\tB %.1f s, this tool %.1f s, in %.1f s\n", r.ServerCPUSeconds, r.ToolCPUSeconds, r.StormSeconds)
 	}
 	fmt.Fprintf(tw, "B's RSS peak\t%s sampled, %s VmHWM (%s)\n", rss(r.RSSPeakBytes), rss(r.RSSHWMBytes), limit)
 	u := r.Untouched

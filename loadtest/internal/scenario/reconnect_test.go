@@ -190,3 +190,22 @@ func TestStormBins(t *testing.T) {
 		t.Errorf("backAt(4) = %v, want nil", *p)
 	}
 }
+
+// peakWindow is the largest sum over any n consecutive bins.
+func TestStormPeakWindow(t *testing.T) {
+	for _, c := range []struct {
+		v    []int
+		n    int
+		want int
+	}{
+		{nil, 10, 0},
+		{[]int{5}, 10, 5},
+		{[]int{1, 2, 3, 4}, 2, 7},
+		{[]int{9, 0, 0, 1, 1}, 3, 9},
+		{[]int{50, 50, 50, 50, 50, 50, 50, 50, 50, 50, 120, 0}, 10, 570},
+	} {
+		if got := peakWindow(c.v, c.n); got != c.want {
+			t.Errorf("peakWindow(%v, %d) = %d, want %d", c.v, c.n, got, c.want)
+		}
+	}
+}

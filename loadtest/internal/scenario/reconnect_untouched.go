@@ -25,6 +25,11 @@ const (
 	phaseAfter               // after that: not recorded
 )
 
+// maxUntouchedDials bounds the attempts to open one untouched session
+// that B refuses with a Retry-After: enough for an admission burst ten
+// times smaller than the sessions opened.
+const maxUntouchedDials = 10
+
 // untouched are the sessions held on B throughout a storm: each
 // subscribes to a topic of its own and publishes to it at a steady rate,
 // so that every message measures B's delivery while the storm lands.
@@ -52,7 +57,16 @@ func newUntouched() *untouched {
 func (u *untouched) open(ctx context.Context, d *client.Dialer, n int, rate float64, topicPrefix string) error {
 	return Parallel(ctx, n, DialConcurrency, func(i int) error {
 		hc := client.HTTPClientFrom(SourceAddr(blockUntouched, i))
+		// B's admission may refuse some of them at once (a burst under
+		// the number opened): those come back when told, as any client.
+		var bo client.Backoff
 		c, err := d.Dial(ctx, hc, "0,0")
+		for n := 1; err != nil && client.RetryAfter(err) > 0 && n < maxUntouchedDials; n++ {
+			if !sleepCtx(ctx, bo.Next(client.RetryAfter(err))) {
+				break
+			}
+			c, err = d.Dial(ctx, hc, "0,0")
+		}
 		if err != nil {
 			return fmt.Errorf("untouched session %d: %w", i, err)
 		}
