@@ -51,7 +51,10 @@ func TestReceiptFloodBackpressure(t *testing.T) {
 	msg := []byte(strings.Repeat("UNSUBSCRIBE\nid:nope\nreceipt:r\n\n\x00", (60<<10)/30))
 	blocked := false
 	for i := 0; i < 2000 && !blocked; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// A write waits this long only when the server stopped reading;
+		// on a loaded machine a 60 KB write of a reading server can take
+		// seconds, which must not pass for a stop.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := c.WS.Write(ctx, websocket.MessageBinary, msg)
 		cancel()
 		if err != nil {
