@@ -60,8 +60,8 @@
 // + lo away: everyone is admitted within 2 × N/r. Within a second the
 // arrivals are the clients' own uniform spread of about r of them: in
 // 100 ms, r/10 on average, with the noise of a binomial count (standard
-// deviation about √(r/10)) that the bucket's burst (one second of r by
-// default) absorbs. The simulation in TestStormModel measures it (10,000
+// deviation about √(r/10)) that the bucket's burst (a tenth of a second
+// of r by default) absorbs. The simulation in TestStormModel measures it (10,000
 // clients at 500/s: all back in 25 s, at most 529 retries in any second).
 // A Retry-After is whole seconds (RFC 9110 section 10.2.3), never 0, and
 // never below the time the bucket needs for its next token.

@@ -41,8 +41,12 @@ type Config struct {
 	// error.
 	Rate float64
 	// Burst is the bucket's size: how many sessions may be admitted at
-	// once after a quiet spell. Zero means one second of Rate (at least
-	// 1); negative is an error. Unused without Rate.
+	// once after a quiet spell. Zero means a tenth of a second of Rate,
+	// or three standard deviations of the retries' own noise in 100 ms
+	// (3√(Rate/10), see doc.go) when that is more, at least 1: a storm's
+	// first hundred milliseconds then admit at most about twice what the
+	// rate gives them, and the noise of retries spread by their clients
+	// still finds room. Negative is an error. Unused without Rate.
 	Burst int
 	// MemoryLimit is the memory, in bytes, the process is meant to stay
 	// under (the program sets Go's soft limit to it). Zero means no
@@ -137,7 +141,7 @@ func New(cfg Config) (*Gate, error) {
 		return nil, configErrorf("Config.RetryAfterMax %v is negative", cfg.RetryAfterMax)
 	}
 	if cfg.Burst == 0 {
-		cfg.Burst = max(int(math.Ceil(cfg.Rate)), 1)
+		cfg.Burst = max(int(math.Ceil(cfg.Rate/10)), int(math.Ceil(3*math.Sqrt(cfg.Rate/10))), 1)
 	}
 	if cfg.MemoryThreshold == 0 {
 		cfg.MemoryThreshold = DefaultMemoryThreshold

@@ -97,7 +97,7 @@ type admitDerived struct {
 func (s *settings) admissionFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.maxSessions, "max-sessions", 0, "most sessions this instance holds at once; more handshakes get 503 and a Retry-After (0: RLIMIT_NOFILE less max(256, 10%), or 10000 without a file limit; -1: no cap); above RLIMIT_NOFILE less 64 is an error")
 	fs.Float64Var(&s.admitRate, "admit-rate", 0, "new sessions per second this instance admits, all clients together; more get 503 (0: -max-sessions/20, at least 50, so a full instance refills in 20s; -1: no rate bound)")
-	fs.IntVar(&s.admitBurst, "admit-burst", 0, "new sessions admitted at once after a quiet spell, on top of -admit-rate (0: one second of -admit-rate)")
+	fs.IntVar(&s.admitBurst, "admit-burst", 0, "new sessions admitted at once after a quiet spell, on top of -admit-rate (0: a tenth of a second of -admit-rate, or 3√(rate/10) when more)")
 	fs.Var(&s.memoryLimit, "memory-limit", "Go's soft memory limit for the process (debug.SetMemoryLimit), in bytes or with a unit (512MiB, 2GiB); above -memory-admit-threshold of it new sessions get 503, open ones are untouched (0: none, or GOMEMLIMIT if set)")
 	fs.Float64Var(&s.memoryAdmitThreshold, "memory-admit-threshold", defaultMemoryAdmitThreshold, "fraction (0-1] of -memory-limit above which new sessions are refused")
 	fs.DurationVar(&s.retryAfterMax, "retry-after-max", admission.DefaultRetryAfterMax, "longest Retry-After of an admission 503: refused clients are spread at -admit-rate over a window that grows with their number, up to this (1s to 10m)")
@@ -146,7 +146,7 @@ func (s *settings) validateAdmission() error {
 		d.cfg.Rate = s.admitRate
 	}
 	if s.admitBurst < 0 {
-		return badSetting("admit-burst", s.admitBurst, "must not be negative (0: one second of -admit-rate)")
+		return badSetting("admit-burst", s.admitBurst, "must not be negative (0: a tenth of a second of -admit-rate)")
 	}
 	d.cfg.Burst = s.admitBurst
 	if t := s.memoryAdmitThreshold; !(t > 0 && t <= 1) {
