@@ -166,6 +166,19 @@ func checkStompgatePod(t *testing.T, m Manifests, full bool) {
 		t.Errorf("WSSERVER_MEMORY_LIMIT %d, want %v%% of the container's %s: %d", got, pct, limit, want)
 	}
 
+	if full {
+		// Values as written: YAML numbers reach the template as floats.
+		for name, want := range map[string]string{
+			"WSSERVER_APP_STREAM_MAXLEN":      "1000000",
+			"WSSERVER_MEMORY_ADMIT_THRESHOLD": "0.85",
+			"WSSERVER_AUTH_REQUIRED":          "true",
+		} {
+			if env[name] != want {
+				t.Errorf("%s=%q, want %q", name, env[name], want)
+			}
+		}
+	}
+
 	// Readiness on /readyz and liveness on /healthz, on the public port.
 	for name, probe := range map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port.StrVal != "http" {
