@@ -41,8 +41,8 @@ release:
 
 # dist/stompgate-VERSION-oci.tar: the multi-architecture OCI image of the
 # release architectures, stamped like release, as an OCI image layout in
-# one tar (skopeo copy oci-archive:..., crane push, podman load, docker
-# load). Built by deploy/image with no container engine and nothing
+# one tar (skopeo copy --all oci-archive:dist/... docker://... pushes
+# it). Built by deploy/image with no container engine and nothing
 # pulled: an empty base, the static binary, a nonroot user and CA_CERTS
 # (the build machine's bundle, when it has one). SOURCE_DATE_EPOCH is the
 # commit's time, so one commit builds the same bytes anywhere.

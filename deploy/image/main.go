@@ -1,8 +1,8 @@
 // Command image builds stompgate's OCI image without a container engine:
 // a static wsserver for each release architecture, one layer each on an
-// empty base, written as an OCI image layout in one tar file that
-// `skopeo copy oci-archive:`, `crane push`, `podman load` and Docker 25+
-// `docker load` read.
+// empty base, written as an OCI image layout in one tar file (an
+// oci-archive, as skopeo names it: `skopeo copy --all oci-archive:FILE
+// docker://REGISTRY/stompgate:TAG` pushes every architecture).
 //
 //	go run ./deploy/image -o dist/stompgate-oci.tar -version v0.1.0 -revision 3fdcbc7a1b2c
 //
