@@ -185,8 +185,8 @@ func checkStompgatePod(t *testing.T, m Manifests, full bool) {
 			t.Errorf("probe %s: %+v, want an HTTP GET of %s on port http", name, probe, name)
 		}
 	}
-	if env["WSSERVER_ADMIN_ADDR"] != ":9090" || env["WSSERVER_ADDR"] != ":8080" {
-		t.Errorf("listeners %q and %q, want :8080 and :9090", env["WSSERVER_ADDR"], env["WSSERVER_ADMIN_ADDR"])
+	if env["WSSERVER_ADMIN_ADDR"] != ":8082" || env["WSSERVER_ADDR"] != ":8080" {
+		t.Errorf("listeners %q and %q, want :8080 and :8082", env["WSSERVER_ADDR"], env["WSSERVER_ADMIN_ADDR"])
 	}
 
 	// Non-root, read-only, no privilege to gain.

@@ -169,10 +169,10 @@ func imageConfig(o Options, arch, diffID string) config {
 		Config: runConfig{
 			User:       fmt.Sprintf("%d:%d", NonrootUID, NonrootUID),
 			Entrypoint: []string{"/wsserver"},
-			// The public listener's default port and the admin one's;
-			// the admin listener binds loopback unless -admin-addr says
-			// otherwise.
-			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "9090/tcp": {}},
+			// The public listener's default port and the admin one's
+			// (the admin listener binds it on loopback unless
+			// -admin-addr says otherwise: the chart gives :8082).
+			ExposedPorts: map[string]struct{}{"8080/tcp": {}, "8082/tcp": {}},
 			WorkingDir:   "/",
 			StopSignal:   "SIGTERM",
 			Labels:       labels(o),
