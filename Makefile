@@ -45,7 +45,8 @@ release:
 # it). Built by deploy/image with no container engine and nothing
 # pulled: an empty base, the static binary, a nonroot user and CA_CERTS
 # (the build machine's bundle, when it has one). SOURCE_DATE_EPOCH is the
-# commit's time, so one commit builds the same bytes anywhere.
+# commit's time, so one commit built with the same Go and CA bundle gives
+# the same bytes.
 CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 image:
 	mkdir -p dist
