@@ -1,4 +1,4 @@
-.PHONY: run build release tag version test bench clean
+.PHONY: run build release image tag version test bench clean
 
 # What the binary says it is (wsserver -version, stompgate_build_info).
 # VERSION is the git tag (v0.1.0; v0.1.0-3-gabc1234 past it), with -dirty
@@ -38,6 +38,23 @@ release:
 	    -o dist/wsserver-$(VERSION)-linux-$$arch ./cmd/wsserver || exit 1; \
 	done
 	cd dist && sha256sum wsserver-* > SHA256SUMS && cat SHA256SUMS
+
+# dist/stompgate-VERSION-oci.tar: the multi-architecture OCI image of the
+# release architectures, stamped like release, as an OCI image layout in
+# one tar (skopeo copy --all oci-archive:dist/... docker://... pushes
+# it). Built by deploy/image with no container engine and nothing
+# pulled: an empty base, the static binary, a nonroot user and CA_CERTS
+# (the build machine's bundle, when it has one). SOURCE_DATE_EPOCH is the
+# commit's time, so one commit built with the same Go and CA bundle gives
+# the same bytes.
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+image:
+	mkdir -p dist
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || echo 0) \
+	  go run ./deploy/image -o dist/stompgate-$(VERSION)-oci.tar \
+	    -version $(VERSION) -revision $(REVISION) \
+	    -archs $(shell echo $(RELEASE_ARCHS) | tr ' ' ,) \
+	    $(if $(wildcard $(CA_CERTS)),-ca-certs $(CA_CERTS))
 
 # An annotated tag of RELEASE on this commit: what make release and
 # go install ...@RELEASE then find.

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: installs what the tests start
 # for real (redis-server, nginx, promtool, Node packages) and systemd-analyze
-# when missing, then runs the format check, go vet (also for darwin and
-# windows, with a build for each), staticcheck, the systemd unit check and
-# go test -race.
+# when missing, and a pinned helm, then runs the format check, go vet (also
+# for darwin and windows, with a build for each), staticcheck, the systemd
+# unit check, the Helm chart's tests and go test -race.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -72,6 +72,26 @@ if ! verify=$(systemd-analyze verify "$unitdir/stompgate.service" 2>&1) || [ -n 
   exit 1
 fi
 systemd-analyze security --offline=true --threshold=20 "$unitdir/stompgate.service" | tail -1
+
+# The Helm chart (deploy/helm/stompgate): helm lint and helm template of
+# the default and the full values, every rendered manifest decoded
+# strictly into its Kubernetes API type and checked offline, and the
+# server started on what the chart renders. Its tests are a module of
+# their own, so that k8s.io/api stays out of the server's go.mod. helm is
+# pinned and built once with go install from the module proxy.
+HELM_VERSION=v3.19.0
+helm_dir="$(go env GOPATH)/tools/helm-$HELM_VERSION"
+if [ ! -x "$helm_dir/helm" ]; then
+  echo "installing: helm $HELM_VERSION"
+  GOBIN="$helm_dir" go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+fi
+(
+  cd deploy/helm
+  go mod tidy -diff
+  go vet ./...
+  go run honnef.co/go/tools/cmd/staticcheck@v0.6.1 ./...
+  HELM="$helm_dir/helm" go test -race -count=1 -timeout 10m ./...
+)
 
 go test -race -count=1 -timeout 20m ./...
 # internal/wsconn once more through net.Conn, the path other systems take.
