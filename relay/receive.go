@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/history"
 )
 
 // subConn is one subscription connection and what its receiver reports
@@ -106,7 +107,11 @@ func (r *Relay) receive(c *subConn) {
 		r.outage.ok(c.path)
 		switch m := msg.(type) {
 		case *redis.Message:
-			r.deliver(m.Payload)
+			if history.IsFrame(m.Payload) {
+				r.deliverFrame(m.Channel, m.Payload)
+			} else {
+				r.deliver(m.Payload)
+			}
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
