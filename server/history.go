@@ -201,32 +201,43 @@ func (h *historySubscriber) readLocked(start history.Start) {
 		defer h.wg.Done()
 		defer cancel()
 		res, _ := cfg.Reader.Since(ctx, h.dest, h.ret, start, subscribed)
-		msgs, ok := h.decode(res)
-		if !ok {
-			res = history.Result{Reason: history.ReasonInvalid}
+		msgs, reason := h.decode(res)
+		if reason != history.ReasonNone {
+			res = history.Result{Reason: reason}
 			msgs = nil
 		}
 		h.apply(rec, res, msgs)
 	}()
 }
 
-// decode turns res's entries into the MESSAGEs to replay; ok is false
-// when one fails the log's checks.
-func (h *historySubscriber) decode(res history.Result) ([]*broker.Message, bool) {
+// decode turns res's entries into the MESSAGEs to replay, or says why
+// it cannot: one fails the log's checks (history.ReasonInvalid), or they
+// would not fit in what the session's outbound queue has room for
+// (history.ReasonTooMany), which is checked before anything is decoded
+// so that a replay never makes a session hold more than its queue would.
+func (h *historySubscriber) decode(res history.Result) ([]*broker.Message, history.Reason) {
 	if len(res.Entries) == 0 {
-		return nil, true
+		return nil, history.ReasonNone
 	}
 	srv := h.s.srv
+	total := 0
+	for _, e := range res.Entries {
+		total += len(e.Data)
+	}
+	frames, held, _ := h.s.box.held()
+	if frames+len(res.Entries) > srv.cfg.OutboundQueue || held+total > srv.cfg.OutboundBytes {
+		return nil, history.ReasonTooMany
+	}
 	out := make([]*broker.Message, len(res.Entries))
 	for i, e := range res.Entries {
 		hs, body, ok := srv.cfg.History.Log.Decode(h.dest, e.Data, h.ret)
 		if !ok {
-			return nil, false
+			return nil, history.ReasonInvalid
 		}
 		hs = append(slices.Clip(stripPositionHeaders(hs)), positionOf(history.Position{Offset: e.Offset, Epoch: res.Next.Epoch})...)
 		out[i] = broker.NewMessageParts(srv.cfg.Broker.NextID(), h.dest, hs, body)
 	}
-	return out, true
+	return out, history.ReasonNone
 }
 
 // positionOf returns the position headers of pos.
@@ -271,6 +282,11 @@ func (h *historySubscriber) apply(rec *history.Recovery, res history.Result, msg
 		return // an overrun settled it already
 	}
 	h.decided(st, len(msgs))
+	if (res.Recovered || res.Reason == history.ReasonNoEpoch) && res.Next.Offset > 1 {
+		// Live delivery continues from here: a gap after it recovers
+		// from here too, even before a message was delivered.
+		h.last = history.Position{Offset: res.Next.Offset - 1, Epoch: res.Next.Epoch}
+	}
 	for i, e := range st.Emit {
 		m := h.held[history.Position{Offset: e.Offset, Epoch: e.Epoch}]
 		if i < len(msgs) {
