@@ -85,6 +85,15 @@ func subscribeAt(t *testing.T, c *stomp.Conn, dest, offset, epoch string) *stomp
 	return sub
 }
 
+// roundTrip waits until the server handled everything c sent before (its
+// SUBSCRIBEs among them): a SEND with a receipt is answered in order.
+func roundTrip(t *testing.T, c *stomp.Conn) {
+	t.Helper()
+	if err := c.Send("/topic/sync", "text/plain", nil, stomp.SendOpt.Receipt); err != nil {
+		t.Fatalf("SEND with receipt: %v", err)
+	}
+}
+
 // waitAppended waits until the instances at bases appended want history
 // messages in all.
 func waitAppended(t *testing.T, want float64, bases ...string) {
@@ -410,6 +419,7 @@ func TestHistoryMemory(t *testing.T) {
 	pub := dialStomp(t, wsURL(base))
 	c := dialStomp(t, wsURL(base))
 	sub := subscribeAt(t, c, dest, "last", "")
+	roundTrip(t, c)
 	if err := pub.Send(dest, "text/plain", []byte("forged"), nil,
 		stomp.SendOpt.Header(history.HeaderOffset, "999"), stomp.SendOpt.Header(history.HeaderEpoch, "fake"),
 		stomp.SendOpt.Header(history.HeaderRecovered, "true")); err != nil {
@@ -438,6 +448,7 @@ func TestHistoryMemory(t *testing.T) {
 	checkRun(t, readMessages(t, sub, 2), "m", missed, position{last.offset + 1 + missed, last.epoch})
 
 	plain := subscribeAt(t, c, "/topic/plain", "5", "whatever")
+	roundTrip(t, c)
 	sendBodies(t, pub, "/topic/plain", "p", 0, 2)
 	first, second := nextMessage(t, plain), nextMessage(t, plain)
 	if first.Header.Get(history.HeaderRecovered) != "false" || first.Header.Get(history.HeaderRecoveryReason) != string(history.ReasonNoHistory) {

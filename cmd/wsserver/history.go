@@ -44,11 +44,11 @@ var historyFlagNames = []string{
 
 // historyFlags registers the history settings.
 func (s *settings) historyFlags(fs *flag.FlagSet) {
-	fs.IntVar(&s.recoveryMax, "recovery-max", history.DefaultMaxRecovery, "most messages one SUBSCRIBE with a position replays; a client that missed more is told recovered:false (too_many) and reloads (at most -outbound-queue: a replay goes through the session's outbound queue)")
+	fs.IntVar(&s.recoveryMax, "recovery-max", 0, fmt.Sprintf("most messages one SUBSCRIBE with a position replays; a client that missed more is told recovered:false (too_many) and reloads; at most -outbound-queue, since a replay goes through the session's outbound queue (0: %d, or -outbound-queue if smaller)", history.DefaultMaxRecovery))
 	fs.DurationVar(&s.recoveryInterval, "recovery-interval", history.DefaultInterval, "least time between two history reads of one destination by this instance: a herd of clients recovering one room shares reads, one per interval")
 	fs.IntVar(&s.recoveryMaxFlights, "recovery-max-flights", history.DefaultMaxFlights, "most destinations whose history reads this instance tracks at once; a recovery past it reads alone, uncoalesced, and is counted")
 	fs.IntVar(&s.recoveryBuffer, "recovery-buffer", history.DefaultMaxBuffer, "most live messages one recovering subscription holds while its history is read; one more settles it at once as recovered:false (overrun)")
-	fs.IntVar(&s.recoveryBufferBytes, "recovery-buffer-bytes", history.DefaultMaxBufferBytes, "most bytes of live messages one recovering subscription holds while its history is read")
+	fs.IntVar(&s.recoveryBufferBytes, "recovery-buffer-bytes", 0, fmt.Sprintf("most bytes of live messages one recovering subscription holds while its history is read; at most -outbound-bytes, where they go next (0: %d, or -outbound-bytes if smaller)", history.DefaultMaxBufferBytes))
 	fs.IntVar(&s.historyMemoryDestinations, "history-memory-destinations", history.DefaultMaxDestinations, "without -relay: most destinations with a history in process memory; past it the one appended to least recently loses its history (a new epoch)")
 	fs.Int64Var(&s.historyMemoryBytes, "history-memory-bytes", history.DefaultMaxBytes, "without -relay: most bytes of history in process memory, across destinations; past it whole histories are evicted, least recently appended first")
 	fs.DurationVar(&s.historyEpochTTL, "history-epoch-ttl", streams.DefaultEpochTTL, "with -relay: how long a destination's epoch and last offset outlive its last message in Redis, so a client away from a quiet room learns it missed nothing")
@@ -60,14 +60,18 @@ func (s *settings) historyFlags(fs *flag.FlagSet) {
 
 // validateHistory checks the settings historyFlags registers.
 func (s *settings) validateHistory() error {
+	switch {
+	case s.recoveryMax < 0:
+		return badSetting("recovery-max", s.recoveryMax, "must not be negative (0: the default)")
+	case s.recoveryBufferBytes < 0:
+		return badSetting("recovery-buffer-bytes", s.recoveryBufferBytes, "must not be negative (0: the default)")
+	}
 	for _, c := range []struct {
 		name string
 		v    int64
 	}{
-		{"recovery-max", int64(s.recoveryMax)},
 		{"recovery-max-flights", int64(s.recoveryMaxFlights)},
 		{"recovery-buffer", int64(s.recoveryBuffer)},
-		{"recovery-buffer-bytes", int64(s.recoveryBufferBytes)},
 		{"history-memory-destinations", int64(s.historyMemoryDestinations)},
 		{"history-memory-bytes", s.historyMemoryBytes},
 		{"history-queue", int64(s.historyQueue)},
@@ -90,6 +94,20 @@ func (s *settings) validateHistory() error {
 		return badSetting("recovery-buffer-bytes", s.recoveryBufferBytes, fmt.Sprintf("is above -outbound-bytes %d: what is held goes to the session's outbound queue next", s.outboundBytes))
 	}
 	return nil
+}
+
+// recoveryLimits are -recovery-max and -recovery-buffer-bytes in force:
+// their defaults, lowered to -outbound-queue and -outbound-bytes when
+// those are smaller.
+func (s *settings) recoveryLimits() (maxRecovery, bufferBytes int) {
+	maxRecovery, bufferBytes = s.recoveryMax, s.recoveryBufferBytes
+	if maxRecovery == 0 {
+		maxRecovery = min(history.DefaultMaxRecovery, s.outboundQueue)
+	}
+	if bufferBytes == 0 {
+		bufferBytes = min(history.DefaultMaxBufferBytes, s.outboundBytes)
+	}
+	return maxRecovery, bufferBytes
 }
 
 // appHistory is what the history takes on this instance: the reader of
@@ -130,8 +148,9 @@ func (a *app) newHistory(st *settings, b *broker.Broker) (server.History, error)
 		}
 		h.memory, store, log = m, m, countedLog{server.NewMemoryHistory(m, b), &h.counts.memoryAppended}
 	}
+	maxRecovery, bufferBytes := st.recoveryLimits()
 	r, err := history.NewReader(history.ReaderConfig{Store: store, Interval: st.recoveryInterval,
-		MaxRecovery: st.recoveryMax, MaxFlights: st.recoveryMaxFlights})
+		MaxRecovery: maxRecovery, MaxFlights: st.recoveryMaxFlights})
 	if err != nil {
 		h.close()
 		return server.History{}, fmt.Errorf("-recovery-*: %w", err)
@@ -139,7 +158,7 @@ func (a *app) newHistory(st *settings, b *broker.Broker) (server.History, error)
 	h.reader = r
 	a.history = h
 	a.registry.MustRegister(metrics.NewHistoryCollector(h.stats))
-	return server.History{Log: log, Reader: r, MaxBuffer: st.recoveryBuffer, MaxBufferBytes: st.recoveryBufferBytes, Observer: h.counts}, nil
+	return server.History{Log: log, Reader: r, MaxBuffer: st.recoveryBuffer, MaxBufferBytes: bufferBytes, Observer: h.counts}, nil
 }
 
 // close stops the reader and sends what the publisher still holds; call
