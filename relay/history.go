@@ -76,6 +76,18 @@ func (r *Relay) Decode(dest string, data []byte, ret history.Retention) ([]stomp
 	return w.headers, w.body, true
 }
 
+// Live reports whether Redis confirmed this relay's subscription to
+// dest's channel (and did not drop it since): from then on every frame
+// published on it reaches this instance. A recovery reads the history
+// only once its destination is live, so that nothing published between
+// its registration and the channel's subscription is missed. A
+// connection lost is not seen here; the gap it leaves is found by the
+// next message's offset.
+func (r *Relay) Live(dest string) bool {
+	_, ok := r.live.Load(r.Channel(dest))
+	return ok
+}
+
 // deliverFrame hands a history's frame from channel to the local broker
 // with its position headers. Unlike a plain payload, the instance's own
 // is delivered too. The payload must name the destination whose channel

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/history/streams"
+	"github.com/stompgate/stompgate/internal/poll"
 	"github.com/stompgate/stompgate/internal/stomptest"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/stompframe"
@@ -45,6 +47,15 @@ func TestHistoryFrames(t *testing.T) {
 	subA := stomptest.Subscribe(t, a.dial(t), dest)
 	subB := stomptest.Subscribe(t, b.dial(t), dest)
 	waitSubscribers(t, rdb, a.relay, dest, 2)
+	poll.Until(t, clientTimeout, func() error {
+		if !a.relay.Live(dest) || !b.relay.Live(dest) {
+			return fmt.Errorf("%s not live on both instances", dest)
+		}
+		return nil
+	})
+	if a.relay.Live("/topic/nobody") {
+		t.Error("a destination nobody subscribed to is live")
+	}
 
 	// A forged frame: the real key, but the payload names another
 	// destination than the channel it is published on.

@@ -115,8 +115,10 @@ func (r *Relay) receive(c *subConn) {
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
+				r.live.Store(m.Channel, struct{}{})
 				r.report(connEvent{conn: c, kind: eventSubscribed, channel: m.Channel})
 			case "unsubscribe", "sunsubscribe":
+				r.live.Delete(m.Channel)
 				r.report(connEvent{conn: c, kind: eventUnsubscribed, channel: m.Channel})
 			}
 		}

@@ -53,6 +53,10 @@ type Relay struct {
 	broker  *broker.Broker
 	history HistoryPublisher // destinations with history; nil: none (SetHistory)
 
+	// live holds the channels Redis confirmed a subscription to and did
+	// not unsubscribe since (Live); written by the receivers.
+	live sync.Map
+
 	// evMu guards events, the receivers' reports in the order they were
 	// made, taken by the control goroutine. It is never held while
 	// calling anything.

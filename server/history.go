@@ -50,6 +50,28 @@ type History struct {
 	MaxBuffer, MaxBufferBytes int
 	// Observer counts recoveries. Nil: none.
 	Observer HistoryObserver
+	// LiveWait bounds how long a recovery waits for its destination to
+	// be live (HistoryLive) before it reads the history anyway. Zero
+	// means DefaultLiveWait; negative is an error.
+	LiveWait time.Duration
+}
+
+// DefaultLiveWait is History.LiveWait's default: a subscription to a
+// Redis channel is confirmed within a round trip; a second leaves room
+// for a busy Redis, and the gap a later timeout leaves is still found
+// by the next message's offset.
+const DefaultLiveWait = time.Second
+
+// liveCheck is how often a recovery looks whether its destination is
+// live yet.
+const liveCheck = 2 * time.Millisecond
+
+// HistoryLive is a HistoryLog whose delivery to this instance starts some
+// time after the broker's registration (relay.Relay: once Redis
+// confirmed the channel's subscription). A recovery waits until Live
+// reports dest live before it notes the instant its read must follow.
+type HistoryLive interface {
+	Live(dest string) bool
 }
 
 // HistoryLog is where the messages of destinations with history go,
@@ -105,6 +127,8 @@ func (h History) check() error {
 		return configErrorf("History.MaxBuffer %d is negative", h.MaxBuffer)
 	case h.MaxBufferBytes < 0:
 		return configErrorf("History.MaxBufferBytes %d is negative", h.MaxBufferBytes)
+	case h.LiveWait < 0:
+		return configErrorf("History.LiveWait %v is negative", h.LiveWait)
 	}
 	return nil
 }
@@ -200,6 +224,10 @@ func (h *historySubscriber) readLocked(start history.Start) {
 	go func() {
 		defer h.wg.Done()
 		defer cancel()
+		if live, ok := cfg.Log.(HistoryLive); ok && !live.Live(h.dest) {
+			waitLive(ctx, live, h.dest, cfg.LiveWait)
+			subscribed = time.Now()
+		}
 		res, _ := cfg.Reader.Since(ctx, h.dest, h.ret, start, subscribed)
 		msgs, reason := h.decode(res)
 		if reason != history.ReasonNone {
@@ -208,6 +236,24 @@ func (h *historySubscriber) readLocked(start history.Start) {
 		}
 		h.apply(rec, res, msgs)
 	}()
+}
+
+// waitLive waits until dest is live, ctx ends, or wait (zero:
+// DefaultLiveWait) passed.
+func waitLive(ctx context.Context, live HistoryLive, dest string, wait time.Duration) {
+	if wait == 0 {
+		wait = DefaultLiveWait
+	}
+	t := time.NewTicker(liveCheck)
+	defer t.Stop()
+	deadline := time.Now().Add(wait)
+	for !live.Live(dest) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // decode turns res's entries into the MESSAGEs to replay, or says why

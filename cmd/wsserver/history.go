@@ -52,7 +52,7 @@ func (s *settings) historyFlags(fs *flag.FlagSet) {
 	fs.IntVar(&s.historyMemoryDestinations, "history-memory-destinations", history.DefaultMaxDestinations, "without -relay: most destinations with a history in process memory; past it the one appended to least recently loses its history (a new epoch)")
 	fs.Int64Var(&s.historyMemoryBytes, "history-memory-bytes", history.DefaultMaxBytes, "without -relay: most bytes of history in process memory, across destinations; past it whole histories are evicted, least recently appended first")
 	fs.DurationVar(&s.historyEpochTTL, "history-epoch-ttl", streams.DefaultEpochTTL, "with -relay: how long a destination's epoch and last offset outlive its last message in Redis, so a client away from a quiet room learns it missed nothing")
-	fs.DurationVar(&s.historyTimeout, "history-timeout", streams.DefaultTimeout, "with -relay: bound on one history read or one pipeline of appends in Redis; a read past it is recovered:false (unavailable)")
+	fs.DurationVar(&s.historyTimeout, "history-timeout", streams.DefaultTimeout, "with -relay: bound on one history read or one pipeline of appends in Redis, and on a recovery's wait for the relay's subscription to the destination's channel before it reads; a read past it is recovered:false (unavailable)")
 	fs.IntVar(&s.historyQueue, "history-queue", streams.DefaultQueueSize, "with -relay: messages of destinations with history queued for Redis; one more is dropped and counted")
 	fs.Int64Var(&s.historyQueueBytes, "history-queue-bytes", streams.DefaultQueueBytes, "with -relay: bytes of those queued messages")
 	fs.IntVar(&s.historyBatch, "history-batch", streams.DefaultBatchSize, "with -relay: most history messages sent to Redis in one pipeline")
@@ -158,7 +158,9 @@ func (a *app) newHistory(st *settings, b *broker.Broker) (server.History, error)
 	h.reader = r
 	a.history = h
 	a.registry.MustRegister(metrics.NewHistoryCollector(h.stats))
-	return server.History{Log: log, Reader: r, MaxBuffer: st.recoveryBuffer, MaxBufferBytes: bufferBytes, Observer: h.counts}, nil
+	return server.History{Log: log, Reader: r, MaxBuffer: st.recoveryBuffer, MaxBufferBytes: bufferBytes, Observer: h.counts,
+		// Waiting for the relay's channel is part of the read.
+		LiveWait: st.historyTimeout}, nil
 }
 
 // close stops the reader and sends what the publisher still holds; call
