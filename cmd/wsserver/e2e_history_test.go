@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -484,5 +485,45 @@ func TestRecoveryReasonsMatch(t *testing.T) {
 	}
 	if got := outcome.RecoveryReasons(); !slices.Equal(got, want) {
 		t.Errorf("outcome.RecoveryReasons() = %q, want history.Reasons %q", got, want)
+	}
+}
+
+// TestHistoryCluster: on a real Redis Cluster, destinations whose
+// histories live on different masters (their keys share the slot of
+// their sharded channel) recover across instances: a subscriber on b
+// that missed 200 messages of each, published on a, gets them all in
+// order, recovered:true.
+func TestHistoryCluster(t *testing.T) {
+	const missed = 200
+	rc := testredis.StartCluster(t)
+	o, args := historyRules(t, "-redis-url", rc.URL(), "-relay", "redis")
+	var c cluster
+	for range 2 {
+		base, a := startAppWith(t, o, args...)
+		c.bases, c.apps = append(c.bases, base), append(c.apps, a)
+	}
+	if !c.apps[0].relay.Sharded() {
+		t.Fatal("relay on a redis+cluster:// URL is not sharded")
+	}
+	pub := dialStomp(t, wsURL(c.bases[0]))
+	back := dialStomp(t, wsURL(c.bases[1]))
+	for i := range 4 {
+		dest := fmt.Sprintf("/topic/chat.c%d", i)
+		sendBodies(t, pub, dest, "c", 0, missed)
+		waitAppended(t, float64((i+1)*missed), c.bases...)
+		meta, stream := c.apps[0].history.streams.Keys(dest)
+		if tag := c.apps[0].relay.Channel(dest); !strings.Contains(meta, tag[strings.Index(tag, "{"):strings.Index(tag, "}")+1]) || !strings.HasSuffix(stream, ":s") {
+			t.Errorf("keys %s, %s do not share the hash tag of channel %s", meta, stream, tag)
+		}
+		sub := subscribeAt(t, back, dest, "first", "")
+		msgs := readMessages(t, sub, missed)
+		first := positionOf(t, msgs[0])
+		if first.offset != 1 {
+			t.Errorf("%s: first replayed offset %d, want 1", dest, first.offset)
+		}
+		checkRun(t, msgs, "c", 0, first)
+		if got := msgs[0].Header.Get(history.HeaderRecovered); got != "true" {
+			t.Errorf("%s: recovered %q (%s), want true", dest, got, msgs[0].Header.Get(history.HeaderRecoveryReason))
+		}
 	}
 }
