@@ -3,6 +3,7 @@ package relay
 import (
 	"encoding/binary"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stompgate/stompgate/broker"
@@ -81,11 +82,25 @@ func (r *Relay) Decode(dest string, data []byte, ret history.Retention) ([]stomp
 // published on it reaches this instance. A recovery reads the history
 // only once its destination is live, so that nothing published between
 // its registration and the channel's subscription is missed. A
-// connection lost is not seen here; the gap it leaves is found by the
-// next message's offset.
+// connection that fails makes its channels not live until the next one
+// has them confirmed; what such a loss drops meanwhile shows as a gap
+// in the next message's offset.
 func (r *Relay) Live(dest string) bool {
 	_, ok := r.live.Load(r.Channel(dest))
 	return ok
+}
+
+// forgetLive forgets the channels of shard group g (all of them off
+// Cluster) as live: their connection failed, and they are live again
+// when Redis confirms them on the next one.
+func (r *Relay) forgetLive(g int) {
+	r.live.Range(func(k, _ any) bool {
+		ch := k.(string)
+		if !r.sharded || strings.HasPrefix(ch, r.cfg.Prefix+"{"+strconv.Itoa(g)+"}") {
+			r.live.Delete(ch)
+		}
+		return true
+	})
 }
 
 // deliverFrame hands a history's frame from channel to the local broker

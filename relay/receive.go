@@ -100,6 +100,7 @@ func (r *Relay) receive(c *subConn) {
 			if reason != ResubscribeMoved {
 				r.outage.failed(c.path, "receive", err)
 			}
+			r.forgetLive(c.group)
 			r.report(connEvent{conn: c, kind: eventFailed, reason: reason})
 			return
 		}
