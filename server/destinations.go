@@ -27,8 +27,10 @@ type DestinationOptions struct {
 	// "subscriber limit reached" and a close. 0 or negative: no cap.
 	MaxSubscribers int
 	// History, if not nil, keeps a history of the destination, from
-	// which a SUBSCRIBE with a position recovers (Config.History).
-	// Nil: none.
+	// which a SUBSCRIBE with a position recovers (Config.History): every
+	// message published to it goes through Config.History.Log. A
+	// latest-value subscription ignores a position (policy files refuse
+	// the two together). Nil: none.
 	History *history.Retention
 }
 

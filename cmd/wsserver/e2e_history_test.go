@@ -231,8 +231,8 @@ func TestHistoryRecoveryAcrossInstances(t *testing.T) {
 }
 
 // TestHistoryEpochChanged: after Redis restarts empty, a position of the
-// old epoch is recovered:false epoch_changed, and the subscription goes
-// on live in the new epoch.
+// old epoch is recovered:false epoch_changed (unavailable while Redis is
+// still coming back), on the RECEIPT, counted.
 func TestHistoryEpochChanged(t *testing.T) {
 	rs := testredis.Start(t)
 	o, args := historyRules(t, "-redis-url", rs.URL(), "-relay", "redis")
