@@ -429,5 +429,6 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.History.check(); err != nil {
 		return c, err
 	}
+	c.History.replays = newReplayCache(c.OutboundQueue, c.OutboundBytes)
 	return c, nil
 }

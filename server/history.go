@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
@@ -50,6 +51,8 @@ type History struct {
 	MaxBuffer, MaxBufferBytes int
 	// Observer counts recoveries. Nil: none.
 	Observer HistoryObserver
+	// replays shares decoded replays (set by Config.withDefaults).
+	replays *replayCache
 	// LiveWait bounds how long a recovery waits for its destination to
 	// be live (HistoryLive) before it reads the history anyway. Zero
 	// means DefaultLiveWait; negative is an error.
@@ -275,15 +278,65 @@ func (h *historySubscriber) decode(res history.Result) ([]*broker.Message, histo
 		return nil, history.ReasonTooMany
 	}
 	out := make([]*broker.Message, len(res.Entries))
+	cache := srv.cfg.History.replays
 	for i, e := range res.Entries {
+		if m := cache.get(e.Data); m != nil {
+			out[i] = m
+			continue
+		}
 		hs, body, ok := srv.cfg.History.Log.Decode(h.dest, e.Data, h.ret)
 		if !ok {
 			return nil, history.ReasonInvalid
 		}
 		hs = append(slices.Clip(stripPositionHeaders(hs)), positionOf(history.Position{Offset: e.Offset, Epoch: res.Next.Epoch})...)
 		out[i] = broker.NewMessageParts(srv.cfg.Broker.NextID(), h.dest, hs, body)
+		cache.put(e.Data, out[i])
 	}
 	return out, history.ReasonNone
+}
+
+// replayCache shares the MESSAGEs decoded from one history read between
+// the recoveries it answers (a herd reconnecting to one room), so that
+// each retained message is checked and encoded once, not once per
+// subscription. An entry is known by its data, which a read shares with
+// every recovery it answers and which never changes. It holds at most
+// one replay's worth, the outbound queue's bounds (Config.OutboundQueue
+// messages, Config.OutboundBytes bytes of data), and empties when full.
+type replayCache struct {
+	maxEntries, maxBytes int
+	mu                   sync.Mutex // guards m and bytes
+	m                    map[*byte]*broker.Message
+	bytes                int
+}
+
+func newReplayCache(maxEntries, maxBytes int) *replayCache {
+	return &replayCache{maxEntries: maxEntries, maxBytes: maxBytes, m: make(map[*byte]*broker.Message)}
+}
+
+// get returns the message decoded from data, or nil.
+func (c *replayCache) get(data []byte) *broker.Message {
+	if c == nil || len(data) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	m := c.m[unsafe.SliceData(data)]
+	c.mu.Unlock()
+	return m
+}
+
+// put remembers m as decoded from data.
+func (c *replayCache) put(data []byte, m *broker.Message) {
+	if c == nil || len(data) == 0 {
+		return
+	}
+	c.mu.Lock()
+	if len(c.m) >= c.maxEntries || c.bytes+len(data) > c.maxBytes {
+		clear(c.m)
+		c.bytes = 0
+	}
+	c.m[unsafe.SliceData(data)] = m
+	c.bytes += len(data)
+	c.mu.Unlock()
 }
 
 // positionOf returns the position headers of pos.
