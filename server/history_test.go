@@ -156,3 +156,34 @@ func TestHistoryRecoveryBounds(t *testing.T) {
 		t.Errorf("replayed %d, want 0", obs.replayed)
 	}
 }
+
+// TestReplayCacheBounds: the cache of decoded replays empties when one
+// more entry would pass its count or its bytes, and knows an entry by its
+// data, not by equal bytes.
+func TestReplayCacheBounds(t *testing.T) {
+	m := func(id string) *broker.Message { return broker.NewMessageParts(id, "/topic/h.x", nil, nil) }
+	a, b, c := []byte("aaaa"), []byte("bbbb"), []byte("cccccccc")
+	rc := newReplayCache(2, 12)
+	rc.put(a, m("a"))
+	rc.put(b, m("b"))
+	if rc.get(a) == nil || rc.get(b) == nil {
+		t.Fatal("entries within the bounds are not kept")
+	}
+	if rc.get([]byte("aaaa")) != nil {
+		t.Error("an equal copy of an entry's data finds it")
+	}
+	rc.put(c, m("c")) // a third entry: over the count
+	if rc.get(a) != nil || rc.get(b) != nil || rc.get(c) == nil {
+		t.Error("over the count, the cache did not start again with the new entry alone")
+	}
+	rc.put(a, m("a")) // 8 + 4 bytes fits 12
+	rc.put(b, m("b")) // 16 would not, nor would a third entry
+	if rc.get(c) != nil || rc.get(a) != nil || rc.get(b) == nil {
+		t.Error("over the bytes, the cache did not start again with the new entry alone")
+	}
+	var none *replayCache
+	none.put(a, m("a"))
+	if none.get(a) != nil {
+		t.Error("a nil cache holds something")
+	}
+}
