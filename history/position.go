@@ -131,8 +131,15 @@ const (
 	// ReasonUnavailable: the history could not be read (Redis
 	// unreachable or too slow).
 	ReasonUnavailable Reason = "unavailable"
+	// ReasonNoHistory: the SUBSCRIBE named a position, but its
+	// destination keeps no history (no rule gives it one).
+	ReasonNoHistory Reason = "no_history"
+	// ReasonInvalid: a retained message failed its checks when it was
+	// read back (its signature, its age, its destination), so the
+	// replay would have had a hole.
+	ReasonInvalid Reason = "invalid"
 )
 
 // Reasons lists every Reason but ReasonNone, for metrics.
 var Reasons = []Reason{ReasonTrimmed, ReasonTooMany, ReasonEpochChanged, ReasonNoEpoch,
-	ReasonAhead, ReasonOverrun, ReasonGap, ReasonUnavailable}
+	ReasonAhead, ReasonOverrun, ReasonGap, ReasonUnavailable, ReasonNoHistory, ReasonInvalid}

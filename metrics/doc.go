@@ -129,6 +129,28 @@
 //     destination had its rule's most subscribers on this instance; each
 //     is also counted in stompgate_sessions_closed_total{reason="subscriber_cap"}.
 //
+// History and recovery (destinations whose rule has history), exposed by
+// NewHistoryCollector:
+//
+//   - stompgate_history_recoveries_total{result, reason}: SUBSCRIBEs with
+//     a position settled: recovered (reason none), or not_recovered by
+//     reason (trimmed, too_many, epoch_changed, ...), each told
+//     recovered:false.
+//   - stompgate_history_replayed_messages_total: messages replayed.
+//   - stompgate_history_gaps_total: live messages that skipped offsets or
+//     changed epoch, each starting a new recovery.
+//   - stompgate_history_appended_total, stompgate_history_epochs_total:
+//     messages appended, epochs started.
+//   - stompgate_history_publish_lost_total{reason}: messages lost before a
+//     history had them (queue_full, redis_error).
+//   - stompgate_history_reads_total, stompgate_history_reads_shared_total,
+//     stompgate_history_reads_uncoalesced_total,
+//     stompgate_history_read_errors_total: history reads, recoveries that
+//     shared one, reads made alone past -recovery-max-flights, failures.
+//   - stompgate_history_memory_bytes, stompgate_history_memory_destinations
+//     (gauges), stompgate_history_memory_evictions_total: the memory store
+//     of a single instance and the histories its bounds evicted.
+//
 // Handshakes and the per-IP handshake limiter:
 //
 //   - stompgate_handshakes_total{result}: WebSocket upgrade requests by

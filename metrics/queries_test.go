@@ -42,6 +42,7 @@ func registeredFamilies(t *testing.T) map[string]family {
 	m.SlowConsumerDisconnect()
 	m.AdmissionRefused(AdmissionMemory)
 	reg.MustRegister(NewAdmissionCollector(func() AdmissionStats { return AdmissionStats{Refusing: "memory"} }))
+	reg.MustRegister(NewHistoryCollector(func() HistoryStats { return HistoryStats{} }))
 
 	fams := map[string]family{}
 	for name, mf := range gather(t, reg) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stompgate/stompgate/history"
 )
 
 // MaxRules is the most destination rules a policy may hold. A rule's name
@@ -114,6 +116,13 @@ type Rule struct {
 	// destinations in total, across all its sessions and every instance.
 	// Unset means no such limit.
 	Principal Limit
+	// History, when not nil, keeps a short history of each matching
+	// destination, from which a SUBSCRIBE with a position recovers what
+	// its client missed (package history); its zero fields mean
+	// history.DefaultKeep and history.DefaultFor. In a policy file it is
+	// written history: {keep: 1000, for: 10m}. Nil: no history, and the
+	// destination pays nothing for the feature.
+	History *history.Retention
 }
 
 // defaultRuleName is the label of frames no rule matches; no rule may be
@@ -194,6 +203,20 @@ func (r Rule) validate(i int) error {
 	if field, problem := r.Principal.check(); field != "" {
 		return errf("principal."+field, "%s", problem)
 	}
+	if h := r.History; h != nil {
+		switch {
+		case h.Keep < 0 || h.Keep > history.MaxKeep:
+			return errf("history.keep", "%d is outside 0..%d", h.Keep, history.MaxKeep)
+		case h.For < 0 || h.For > history.MaxFor:
+			return errf("history.for", "%v is outside 0..%v", h.For, history.MaxFor)
+		}
+		if err := h.Validate(); err != nil {
+			return errf("history", "%v", err)
+		}
+		if r.Delivery == DeliveryLatest {
+			return errf("history", "does not combine with delivery: %s, which drops messages a replay would have to hold", DeliveryLatest)
+		}
+	}
 	return nil
 }
 
@@ -253,6 +276,10 @@ func cloneRules(rules []Rule) []Rule {
 	out := slices.Clone(rules)
 	for i := range out {
 		out[i].Commands = slices.Clone(out[i].Commands)
+		if h := out[i].History; h != nil {
+			c := *h
+			out[i].History = &c
+		}
 	}
 	return out
 }
@@ -263,4 +290,16 @@ func (l Limit) String() string {
 		return ""
 	}
 	return fmt.Sprintf("%d/%v", l.Limit, l.Window)
+}
+
+// History returns the history of the first rule matching dest, with its
+// zero fields filled (history.Retention.WithDefaults), and ok true; ok
+// is false when no rule matches or the one that does keeps no history.
+// It does not allocate.
+func (rs *Rules) History(dest string) (r history.Retention, ok bool) {
+	i := rs.Index(dest)
+	if i < 0 || rs.rules[i].History == nil {
+		return history.Retention{}, false
+	}
+	return rs.rules[i].History.WithDefaults(), true
 }

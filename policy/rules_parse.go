@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/stompgate/stompgate/history"
 )
 
-// ruleFields are the fields of one item of the destinations list. history
-// and presence are reserved: a policy that sets them is refused, naming
-// the rule, until the server can keep a destination's history or its
-// members, so a file written for that server never runs on this one with
-// the switch silently off.
+// ruleFields are the fields of one item of the destinations list.
+// presence is reserved: a policy that sets it is refused, naming the
+// rule, until the server can keep a destination's members, so a file
+// written for that server never runs on this one with the switch
+// silently off.
 var ruleFields = []string{"name", "pattern", "send", "commands", "client_send", "delivery",
 	"max_subscribers", "principal", "history", "presence"}
 
@@ -53,7 +55,7 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	for _, reserved := range []string{"history", "presence"} {
+	for _, reserved := range []string{"presence"} {
 		if v := fs[reserved]; v != nil {
 			return Rule{}, invalidf("line %d: %s%s: not supported yet", v.Line, where, reserved)
 		}
@@ -75,6 +77,9 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 		return Rule{}, err
 	}
 	if r.MaxSubscribers, err = wholeNumber(fs["max_subscribers"], where, "max_subscribers"); err != nil {
+		return Rule{}, err
+	}
+	if r.History, err = decodeHistory(fs["history"], where); err != nil {
 		return Rule{}, err
 	}
 	if cn := fs["client_send"]; cn != nil && !isNull(cn) {
@@ -131,6 +136,39 @@ func decodeLimit(n *yaml.Node, where, name string) (Limit, error) {
 		}
 	}
 	return l.withDefaults(), nil
+}
+
+// decodeHistory reads a {keep, for} mapping; absent or null is nil (no
+// history), an empty mapping the defaults (history.DefaultKeep for
+// history.DefaultFor).
+func decodeHistory(n *yaml.Node, where string) (*history.Retention, error) {
+	if n == nil || isNull(n) {
+		return nil, nil
+	}
+	fs, err := fields(n, where+"history: ", "keep", "for")
+	if err != nil {
+		return nil, err
+	}
+	var r history.Retention
+	if r.Keep, err = wholeNumber(fs["keep"], where, "history.keep"); err != nil {
+		return nil, err
+	}
+	if fn := fs["for"]; fn != nil && !isNull(fn) {
+		s, err := scalar(fn, where, "history.for")
+		if err != nil {
+			return nil, err
+		}
+		if r.For, err = time.ParseDuration(s); err != nil {
+			return nil, invalidf("line %d: %shistory.for: %q is not a duration such as 10m or 1h", fn.Line, where, s)
+		}
+		if r.For == 0 {
+			return nil, invalidf("line %d: %shistory.for: 0 keeps nothing; leave history out instead", fn.Line, where)
+		}
+	}
+	if fs["keep"] != nil && !isNull(fs["keep"]) && r.Keep == 0 {
+		return nil, invalidf("line %d: %shistory.keep: 0 keeps nothing; leave history out instead", n.Line, where)
+	}
+	return &r, nil
 }
 
 // wholeNumber reads an integer field; absent or null is 0.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/history"
 )
 
 // zonesYAML is a valid zones list for documents that test destinations.
@@ -87,7 +89,12 @@ func TestParseDestinationErrors(t *testing.T) {
 		{"client_send", `destinations: [{name: a, pattern: /a, client_send: no way}]`, `destinations[0] "a": client_send: "no way" is not true or false`},
 		{"delivery", `destinations: [{name: a, pattern: /a, delivery: newest}]`, `destinations[0] "a": delivery: "newest" is not all or latest`},
 		{"subscribers", `destinations: [{name: a, pattern: /a, max_subscribers: 1.5}]`, `destinations[0] "a": max_subscribers: "1.5" is not a whole number`},
-		{"history", `destinations: [{name: a, pattern: /a, history: {size: 100}}]`, `policy: line 4: destinations[0] "a": history: not supported yet`},
+		{"history field", `destinations: [{name: a, pattern: /a, history: {size: 100}}]`, `destinations[0] "a": history: unknown field "size"`},
+		{"history keep", `destinations: [{name: a, pattern: /a, history: {keep: 100001}}]`, `destinations[0] "a": history.keep: 100001 is outside 0..100000`},
+		{"history keep zero", `destinations: [{name: a, pattern: /a, history: {keep: 0}}]`, `destinations[0] "a": history.keep: 0 keeps nothing`},
+		{"history for", `destinations: [{name: a, pattern: /a, history: {for: 25h}}]`, `destinations[0] "a": history.for: 25h0m0s is outside 0..24h0m0s`},
+		{"history for text", `destinations: [{name: a, pattern: /a, history: {for: soon}}]`, `destinations[0] "a": history.for: "soon" is not a duration`},
+		{"history latest", `destinations: [{name: a, pattern: /a, delivery: latest, history: {}}]`, `destinations[0] "a": history: does not combine with delivery: latest`},
 		{"presence", `destinations: [{name: a, pattern: /a, presence: false}]`, `policy: line 4: destinations[0] "a": presence: not supported yet`},
 		{"duplicate name", "destinations:\n  - {name: a, pattern: /a}\n  - {name: a, pattern: /b}", `destinations[1] "a": name: already used by destinations[0]`},
 	}
@@ -109,5 +116,41 @@ func TestParseTooManyRules(t *testing.T) {
 	}
 	if _, err := Parse([]byte(b.String())); err == nil || !strings.Contains(err.Error(), "destinations: 257 rules, at most 256") {
 		t.Errorf("error %v, want the rule count refused", err)
+	}
+}
+
+func TestParseHistory(t *testing.T) {
+	t.Parallel()
+	p, err := Parse([]byte(zonesYAML + `
+destinations:
+  - {name: chat, pattern: "/topic/chat.*", history: {keep: 500, for: 5m}}
+  - {name: room, pattern: "/topic/room.*", history: {}}
+  - {name: plain, pattern: "/topic/plain"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := NewRules(p.Destinations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		dest string
+		want history.Retention
+		ok   bool
+	}{
+		{"/topic/chat.a", history.Retention{Keep: 500, For: 5 * time.Minute}, true},
+		{"/topic/room.b", history.Retention{Keep: history.DefaultKeep, For: history.DefaultFor}, true},
+		{"/topic/plain", history.Retention{}, false},
+		{"/topic/other", history.Retention{}, false},
+	} {
+		if got, ok := rs.History(tt.dest); got != tt.want || ok != tt.ok {
+			t.Errorf("History(%q) = %+v, %v; want %+v, %v", tt.dest, got, ok, tt.want, tt.ok)
+		}
+	}
+	c := p.clone()
+	c.Destinations[0].History.Keep = 1
+	if p.Destinations[0].History.Keep != 500 {
+		t.Error("clone shares History")
 	}
 }

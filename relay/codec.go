@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -61,6 +62,12 @@ type wireMessage struct {
 // set: a relay drops its own messages without decoding the rest. A
 // payload refused returns its reason (a Drop value); "" means decoded.
 func decodeMessage(p, skip string, s *Signer, now time.Time) (wireMessage, string) {
+	return decodeMessageWithin(p, skip, s, now, 0)
+}
+
+// decodeMessageWithin is decodeMessage with the signature's age bound
+// maxAge (Signer.openWithin); an empty skip skips nothing.
+func decodeMessageWithin(p, skip string, s *Signer, now time.Time, maxAge time.Duration) (wireMessage, string) {
 	var w wireMessage
 	if len(p) == 0 || p[0] != wireVersion {
 		return w, DropMalformed
@@ -68,11 +75,11 @@ func decodeMessage(p, skip string, s *Signer, now time.Time) (wireMessage, strin
 	env := p[1:]
 	if inst, ok := peekInstance(env); !ok {
 		return w, DropMalformed
-	} else if inst == skip {
+	} else if skip != "" && inst == skip {
 		w.instance = inst
 		return w, ""
 	}
-	body, reason := s.Open(env, now)
+	body, reason := s.openWithin(env, now, maxAge)
 	if reason != "" {
 		return w, reason
 	}
@@ -163,12 +170,13 @@ func (d *decoder) string() string {
 }
 
 // reservedHeader reports the header names the broker sets itself on a
-// MESSAGE; an instance never sends them, so a payload carrying one is not
-// ours.
+// MESSAGE, and the position headers of a history's, which travel in the
+// frame around the payload; an instance never sends them, so a payload
+// carrying one is not ours.
 func reservedHeader(name string) bool {
 	switch name {
 	case "destination", "content-length", "receipt", "transaction",
-		"message-id", "subscription", "ack":
+		"message-id", "subscription", "ack", history.HeaderOffset, history.HeaderEpoch:
 		return true
 	}
 	return false

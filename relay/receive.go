@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/history"
 )
 
 // subConn is one subscription connection and what its receiver reports
@@ -99,6 +100,7 @@ func (r *Relay) receive(c *subConn) {
 			if reason != ResubscribeMoved {
 				r.outage.failed(c.path, "receive", err)
 			}
+			r.forgetLive(c.group)
 			r.report(connEvent{conn: c, kind: eventFailed, reason: reason})
 			return
 		}
@@ -106,12 +108,18 @@ func (r *Relay) receive(c *subConn) {
 		r.outage.ok(c.path)
 		switch m := msg.(type) {
 		case *redis.Message:
-			r.deliver(m.Payload)
+			if history.IsFrame(m.Payload) {
+				r.deliverFrame(m.Channel, m.Payload)
+			} else {
+				r.deliver(m.Payload)
+			}
 		case *redis.Subscription:
 			switch m.Kind {
 			case "subscribe", "ssubscribe":
+				r.live.Store(m.Channel, struct{}{})
 				r.report(connEvent{conn: c, kind: eventSubscribed, channel: m.Channel})
 			case "unsubscribe", "sunsubscribe":
+				r.live.Delete(m.Channel)
 				r.report(connEvent{conn: c, kind: eventUnsubscribed, channel: m.Channel})
 			}
 		}

@@ -40,7 +40,7 @@ type Relay struct {
 	closed   atomic.Bool
 	outage   outage
 
-	// mu guards want, changed, started and broker. It is taken inside
+	// mu guards want, changed, started, broker and history. It is taken inside
 	// the broker's shard lock (by the hooks) and never held while calling
 	// the broker or Redis.
 	mu sync.Mutex
@@ -51,6 +51,11 @@ type Relay struct {
 	changed map[string]struct{}
 	started bool
 	broker  *broker.Broker
+	history HistoryPublisher // destinations with history; nil: none (SetHistory)
+
+	// live holds the channels Redis confirmed a subscription to and did
+	// not unsubscribe since (Live); written by the receivers.
+	live sync.Map
 
 	// evMu guards events, the receivers' reports in the order they were
 	// made, taken by the control goroutine. It is never held while

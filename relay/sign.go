@@ -114,6 +114,13 @@ func (s *Signer) finish(dst []byte, start int) []byte {
 // the reason it is refused: DropMalformed, DropUnsigned, DropBadSignature
 // or DropStale. A nil Signer checks only the envelope's shape.
 func (s *Signer) Open(p string, now time.Time) (payload string, reason string) {
+	return s.openWithin(p, now, 0)
+}
+
+// openWithin is Open with the age bound maxAge instead of the Signer's
+// MaxAge when maxAge is positive: a message replayed from a history is
+// as old as the history.
+func (s *Signer) openWithin(p string, now time.Time, maxAge time.Duration) (payload string, reason string) {
 	if len(p) == 0 {
 		return "", DropMalformed
 	}
@@ -144,7 +151,10 @@ func (s *Signer) Open(p string, now time.Time) (payload string, reason string) {
 	if !s.verify(signed, mac) {
 		return "", DropBadSignature
 	}
-	if age := now.Sub(time.UnixMilli(int64(ts))); age > s.maxAge || age < -s.maxAge {
+	if maxAge <= 0 {
+		maxAge = s.maxAge
+	}
+	if age := now.Sub(time.UnixMilli(int64(ts))); age > maxAge || age < -s.maxAge {
 		return "", DropStale
 	}
 	return d.s, ""

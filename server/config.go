@@ -278,6 +278,9 @@ type Config struct {
 	// across every instance sharing it, counted by broker destination.
 	// Nil: each server caps its own subscriptions.
 	SubscriberSlots SubscriberSlots
+	// History keeps the histories of the destinations whose options
+	// give one, and answers recoveries. The zero value is off.
+	History History
 	// RetryRate is the rate, in sessions per second, at which the
 	// clients of the sessions a shutdown or a drain ends are meant to
 	// come back (to the instances left): the retry-after of their ERROR
@@ -423,5 +426,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Name == "" {
 		c.Name = "stompgate"
 	}
+	if err := c.History.check(); err != nil {
+		return c, err
+	}
+	c.History.replays = newReplayCache(c.OutboundQueue, c.OutboundBytes)
 	return c, nil
 }

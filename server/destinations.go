@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/outcome"
 )
 
@@ -25,6 +26,12 @@ type DestinationOptions struct {
 	// Config.SubscriberSlots; the next SUBSCRIBE is refused with ERROR
 	// "subscriber limit reached" and a close. 0 or negative: no cap.
 	MaxSubscribers int
+	// History, if not nil, keeps a history of the destination, from
+	// which a SUBSCRIBE with a position recovers (Config.History): every
+	// message published to it goes through Config.History.Log. A
+	// latest-value subscription ignores a position (policy files refuse
+	// the two together). Nil: none.
+	History *history.Retention
 }
 
 // DestinationObserver is an Observer that also counts what the
@@ -112,6 +119,7 @@ func (s *session) subscribe(sub *broker.Subscription, opts DestinationOptions, d
 // back its place in SubscriberSlots if it holds one.
 func (s *session) unsubscribe(id string, sub *broker.Subscription) {
 	s.srv.cfg.Broker.Unsubscribe(sub)
+	endHistory(sub)
 	s.srv.reg.unsubscribed(s, sub.Destination)
 	if release := s.slots[id]; release != nil {
 		delete(s.slots, id)

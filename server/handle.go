@@ -55,8 +55,12 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 			return true
 		}
 	case stompframe.CommandSubscribe:
-		if end := s.onSubscribe(f, receipt); end {
+		end, answered := s.onSubscribe(f, receipt)
+		if end {
 			return true
+		}
+		if answered {
+			return false
 		}
 	case stompframe.CommandUnsubscribe:
 		s.onUnsubscribe(f)
@@ -263,6 +267,8 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 		}
 		s.stampSender(f)
 	}
+	// Positions and recovery outcomes are the server's to set.
+	f.Headers = stripPositionHeaders(f.Headers)
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
 	if name, ok := f.Lookup("transaction"); ok {
 		return s.hold(name, m, receipt)
@@ -280,7 +286,10 @@ func (s *session) publish(m *broker.Message, receipt string) (end bool) {
 	return false
 }
 
-func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
+// onSubscribe subscribes; answered reports that the RECEIPT (if asked
+// for) is not handle's to send: a SUBSCRIBE with a position has it sent
+// with the recovery's outcome.
+func (s *session) onSubscribe(f *stompframe.Frame, receipt string) (end, answered bool) {
 	id, ok := f.Lookup("id")
 	if !ok {
 		// STOMP 1.0 allowed SUBSCRIBE without id; the destination then
@@ -289,11 +298,16 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 	}
 	if _, dup := s.subs[id]; dup {
 		s.protocolError(malformed("duplicate subscription", fmt.Sprintf("subscription id %q is already in use", id)), receipt)
-		return true
+		return true, false
 	}
 	if len(s.subs) >= s.srv.cfg.MaxSubscriptions {
 		s.protocolError(malformed("too many subscriptions", fmt.Sprintf("at most %d subscriptions per session", s.srv.cfg.MaxSubscriptions)), receipt)
-		return true
+		return true, false
+	}
+	start, positioned, err := subscribeStart(f)
+	if err != nil {
+		s.protocolError(malformed("invalid stream position", err.Error()), receipt)
+		return true, false
 	}
 	ack, _ := broker.ParseAckMode(f.Get("ack"))
 	dest := f.Get("destination")
@@ -307,9 +321,12 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		if !ok {
 			s.protocolError(frameError{kind: outcome.RejectPermission.String(), message: "permission denied",
 				detail: fmt.Sprintf("SUBSCRIBE to %q: user destinations are subscribed to as %s<name>", dest, userQueuePrefix)}, receipt)
-			return true
+			return true, false
 		}
 		user = dest
+	}
+	if positioned && user == "" && !opts.Latest {
+		return s.subscribeHistory(id, dest, ack, opts, start, receipt), true
 	}
 	switch {
 	case opts.Latest:
@@ -318,7 +335,7 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		to = &userSubscriber{s: s, dest: user}
 	}
 	sub := broker.NewSubscription(id, internal, ack, s.version, to)
-	return s.subscribe(sub, opts, dest, receipt)
+	return s.subscribe(sub, opts, dest, receipt), false
 }
 
 func (s *session) onUnsubscribe(f *stompframe.Frame) {

@@ -18,14 +18,21 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	}
 	f := stompframe.Frame{Command: stompframe.CommandSend, Headers: make([]stompframe.Header, 0, len(headers)+1), Body: body}
 	f.Add("destination", dest)
-	f.Headers = append(f.Headers, headers...)
+	f.Headers = stripPositionHeaders(append(f.Headers, headers...))
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
 	return m.ID, s.deliver(m, nil)
 }
 
-// deliver hands m to the relay and the local broker and counts it. b is
-// the publishing reader's batch, nil for the program's own messages.
+// deliver hands m to the relay and the local broker and counts it, or,
+// for a destination with history, to the history's log, which delivers
+// it with its position. b is the publishing reader's batch, nil for the
+// program's own messages.
 func (s *Server) deliver(m *broker.Message, b *broker.Batch) int {
+	if r, ok := s.historyOf(m.Destination); ok {
+		n, _ := s.cfg.History.Log.Append(m, r)
+		s.cfg.Observer.Delivered(m.Destination, n)
+		return n
+	}
 	if s.cfg.Relay != nil {
 		s.cfg.Relay.Publish(m)
 	}

@@ -41,6 +41,7 @@ type app struct {
 	redis    redis.UniversalClient
 	appRedis redis.UniversalClient // the -app-redis-url; nil without it
 	relay    *relay.Relay          // nil without -relay
+	history  *appHistory           // destination histories (history.go)
 	// jwks is the key set of -jwt-jwks-url, fetched in the background
 	// until close; nil without it.
 	jwks     *jwtauth.JWKS
@@ -201,6 +202,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	hist, err := a.newHistory(st, b)
+	if err != nil {
+		return err
+	}
 	appHandler, err := a.newAppHandler(st, logger)
 	if err != nil {
 		return err
@@ -245,6 +250,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppTimeout:           st.appTimeout,
 		Destinations:         a.destinationOptions,
 		SubscriberSlots:      a.subscriberSlots(),
+		History:              hist,
 		// Clients of the sessions a shutdown ends come back as fast as
 		// this instance admits (zero: no rate, the server's default).
 		RetryRate:     st.admit.cfg.Rate,
@@ -432,6 +438,7 @@ func (a *app) close() {
 	if a.limiter != nil {
 		_ = a.limiter.Close()
 	}
+	a.history.close()
 	if a.relay != nil {
 		_ = a.relay.Close()
 	}

@@ -14,7 +14,7 @@ import (
 // SUBSCRIBE.
 func (a *app) destinationOptions(dest string) server.DestinationOptions {
 	o := a.rules.Options(dest)
-	return server.DestinationOptions{Rule: o.Rule, Latest: o.Latest, MaxSubscribers: o.MaxSubscribers}
+	return server.DestinationOptions{Rule: o.Rule, Latest: o.Latest, MaxSubscribers: o.MaxSubscribers, History: a.rules.historyOf(dest)}
 }
 
 var _ server.DestinationObserver = observer{}

@@ -302,8 +302,8 @@ func TestHelpListsEnv(t *testing.T) {
 }
 
 // TestHelpSections checks that -h prints its sections in order
-// (listeners, limits, admission, sessions, Redis, auth, backend,
-// operations), that
+// (listeners, limits, admission, sessions, Redis, history, auth,
+// backend, operations), that
 // every flag sits in exactly one of them, and that its line is printed
 // under its own heading.
 func TestHelpSections(t *testing.T) {
@@ -313,7 +313,7 @@ func TestHelpSections(t *testing.T) {
 	}
 	usage := out.String()
 
-	wantOrder := []string{"Listeners:", "Limits:", "Admission:", "Sessions:", "Redis:", "Auth:", "Backend:", "Operations:"}
+	wantOrder := []string{"Listeners:", "Limits:", "Admission:", "Sessions:", "Redis:", "History:", "Auth:", "Backend:", "Operations:"}
 	if len(flagSections) != len(wantOrder) {
 		t.Fatalf("%d sections, want %d: %q", len(flagSections), len(wantOrder), wantOrder)
 	}

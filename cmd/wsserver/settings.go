@@ -106,6 +106,7 @@ type settings struct {
 	inboundSettings  // the per-session inbound budget (inbound.go)
 
 	relayTrustSettings // messages between instances (relaytrust.go)
+	historySettings    // destination histories and recoveries (history.go)
 
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 	admissionSettings      // the instance admission (admission.go)
@@ -186,6 +187,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.reconnectFlags(fs)
 	s.inboundFlags(fs)
 	s.relayFlags(fs)
+	s.historyFlags(fs)
 	s.principalLimitFlags(fs)
 	s.admissionFlags(fs)
 

@@ -45,6 +45,7 @@ var flagSections = []flagSection{
 		"redis-url", "redis-timeout", "redis-queue-wait", "redis-timeouts-to-fail", "redis-confirm-timeout",
 		"redis-check-timeout", "relay", "relay-key", "relay-max-age", "relay-max-payload",
 	}},
+	{"History: what destinations with history keep, and recoveries from it", historyFlagNames},
 	{"Auth: JWT verification and how often a session's token is checked", []string{
 		"jwt-secret", "auth-required", "jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
 		"remembered-tokens", "token-checks", "token-check-window",

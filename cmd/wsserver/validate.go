@@ -112,6 +112,9 @@ func (s *settings) validate() error {
 	if err := s.validateInbound(); err != nil {
 		return err
 	}
+	if err := s.validateHistory(); err != nil {
+		return err
+	}
 	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@
   // getRandomValues, unlike randomUUID, works on plain-http pages too.
   const tabID = Array.from(crypto.getRandomValues(new Uint8Array(8)), (b) => b.toString(16).padStart(2, '0')).join('');
 
-  let joined = null; // {room, name, destination, connects} while the user is in a room
+  let joined = null; // {room, name, destination, connects, position} while the user is in a room
   let client = null; // the StompJs.Client of the joined room
   let sessionId = ''; // the CONNECTED frame's session header
   let reachedConnected = false; // the current attempt got CONNECTED
@@ -158,7 +158,10 @@
 
   function join(room, name) {
     clearError();
-    joined = { room, name, destination: `/topic/room.${room}`, connects: 0 };
+    // position is the last message's {offset, epoch} when the room keeps
+    // a history (a policy rule with history), from which a reconnect
+    // resumes.
+    joined = { room, name, destination: `/topic/room.${room}`, connects: 0, position: null };
     ui.roomLabel.textContent = `in ${room}`;
     sent = 0;
     floodIn = 0;
@@ -232,17 +235,28 @@
     // answers the SUBSCRIBE's receipt after putting it in place.
     const receipt = `join-${++receiptSeq}`;
     const c = client;
-    const done = () => {
+    const resuming = joined.position;
+    const done = (frame) => {
       clearTimeout(receiptTimer);
       if (c === client && !ready && c.connected) {
         onReady();
+        if (resuming && frame) {
+          reportResume(frame.headers);
+        }
       }
     };
     client.watchForReceipt(receipt, done);
     // A server that limits SUBSCRIBE may drop it silently, receipt and
     // all; the page then carries on without the confirmation.
     receiptTimer = setTimeout(done, RECEIPT_WAIT_MS);
-    client.subscribe(joined.destination, onMessage, { receipt });
+    const headers = { receipt };
+    if (resuming) {
+      // Resume after the last message seen: the server replays what was
+      // missed, or says it cannot (recovered:false).
+      headers['x-stream-offset'] = String(resuming.offset + 1);
+      headers['x-stream-epoch'] = resuming.epoch;
+    }
+    client.subscribe(joined.destination, onMessage, headers);
   }
 
   function onReady() {
@@ -328,8 +342,21 @@
     sent++;
   }
 
+  // reportResume says whether a reconnect got what was sent meanwhile.
+  function reportResume(h) {
+    if (h.recovered === 'true') {
+      addSystem('Resumed: nothing sent while you were away was missed.');
+    } else if (h.recovered === 'false' && h['recovery-reason'] !== 'no_history') {
+      addSystem(`Could not resume (${h['recovery-reason'] || 'unknown'}): messages sent while you were away are missing.`);
+    }
+  }
+
   function onMessage(msg) {
     const h = msg.headers;
+    const offset = Number(h['x-stream-offset']);
+    if (joined && offset > 0 && h['x-stream-epoch']) {
+      joined.position = { offset, epoch: h['x-stream-epoch'] };
+    }
     const mine = h.tab === tabID;
     if (h.kind === 'flood') {
       if (!mine) {
