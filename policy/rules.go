@@ -114,6 +114,10 @@ type Rule struct {
 	// destinations in total, across all its sessions and every instance.
 	// Unset means no such limit.
 	Principal Limit
+	// Presence keeps the members of a matching destination, by
+	// principal, for the /presence destinations and the server API (see
+	// package presence). In a policy file: presence: true.
+	Presence bool
 }
 
 // defaultRuleName is the label of frames no rule matches; no rule may be

@@ -9,10 +9,9 @@ import (
 )
 
 // ruleFields are the fields of one item of the destinations list. history
-// and presence are reserved: a policy that sets them is refused, naming
-// the rule, until the server can keep a destination's history or its
-// members, so a file written for that server never runs on this one with
-// the switch silently off.
+// is reserved: a policy that sets it is refused, naming the rule, until
+// the server can keep a destination's history, so a file written for that
+// server never runs on this one with the switch silently off.
 var ruleFields = []string{"name", "pattern", "send", "commands", "client_send", "delivery",
 	"max_subscribers", "principal", "history", "presence"}
 
@@ -53,7 +52,7 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	for _, reserved := range []string{"history", "presence"} {
+	for _, reserved := range []string{"history"} {
 		if v := fs[reserved]; v != nil {
 			return Rule{}, invalidf("line %d: %s%s: not supported yet", v.Line, where, reserved)
 		}
@@ -75,6 +74,9 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 		return Rule{}, err
 	}
 	if r.MaxSubscribers, err = wholeNumber(fs["max_subscribers"], where, "max_subscribers"); err != nil {
+		return Rule{}, err
+	}
+	if r.Presence, err = flag(fs["presence"], where, "presence"); err != nil {
 		return Rule{}, err
 	}
 	if cn := fs["client_send"]; cn != nil && !isNull(cn) {

@@ -88,7 +88,7 @@ func TestParseDestinationErrors(t *testing.T) {
 		{"delivery", `destinations: [{name: a, pattern: /a, delivery: newest}]`, `destinations[0] "a": delivery: "newest" is not all or latest`},
 		{"subscribers", `destinations: [{name: a, pattern: /a, max_subscribers: 1.5}]`, `destinations[0] "a": max_subscribers: "1.5" is not a whole number`},
 		{"history", `destinations: [{name: a, pattern: /a, history: {size: 100}}]`, `policy: line 4: destinations[0] "a": history: not supported yet`},
-		{"presence", `destinations: [{name: a, pattern: /a, presence: false}]`, `policy: line 4: destinations[0] "a": presence: not supported yet`},
+		{"presence", `destinations: [{name: a, pattern: /a, presence: {size: 1}}]`, `policy: line 4: destinations[0] "a": presence: "" is not true or false`},
 		{"duplicate name", "destinations:\n  - {name: a, pattern: /a}\n  - {name: a, pattern: /b}", `destinations[1] "a": name: already used by destinations[0]`},
 	}
 	for _, tt := range tests {

@@ -287,6 +287,9 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		// names the subscription.
 		id = f.Get("destination")
 	}
+	if strings.HasPrefix(f.Get("destination"), PresencePrefix+"/") { // presence watch: presence.go
+		return s.watchPresence(f, id, receipt)
+	}
 	if _, dup := s.subs[id]; dup {
 		s.protocolError(malformed("duplicate subscription", fmt.Sprintf("subscription id %q is already in use", id)), receipt)
 		return true
@@ -318,13 +321,19 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) bool {
 		to = &userSubscriber{s: s, dest: user}
 	}
 	sub := broker.NewSubscription(id, internal, ack, s.version, to)
-	return s.subscribe(sub, opts, dest, receipt)
+	if end := s.subscribe(sub, opts, dest, receipt); end {
+		return true
+	}
+	return s.joinPresence(f, sub, receipt) // presence membership: presence.go
 }
 
 func (s *session) onUnsubscribe(f *stompframe.Frame) {
 	id, ok := f.Lookup("id")
 	if !ok {
 		id = f.Get("destination")
+	}
+	if s.unwatchPresence(id) { // presence watch: presence.go
+		return
 	}
 	sub, ok := s.subs[id]
 	if !ok {
