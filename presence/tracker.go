@@ -78,11 +78,12 @@ type Config struct {
 type Tracker struct {
 	cfg Config
 
-	// mu guards local, dirty, dests and closed. Store calls never run
-	// under it.
+	// mu guards local, dirty, queue, dests and closed. Store calls never
+	// run under it.
 	mu     sync.Mutex
 	local  map[memberKey]*localMember
-	dirty  map[memberKey]struct{}
+	dirty  map[memberKey]struct{} // in queue
+	queue  []memberKey            // changed members, oldest first
 	dests  map[string]*watched
 	closed bool
 
@@ -208,7 +209,10 @@ func (t *Tracker) leave(k memberKey) {
 
 // markLocked queues k for the writer.
 func (t *Tracker) markLocked(k memberKey) {
-	t.dirty[k] = struct{}{}
+	if _, ok := t.dirty[k]; !ok {
+		t.dirty[k] = struct{}{}
+		t.queue = append(t.queue, k)
+	}
 	select {
 	case t.wake <- struct{}{}:
 	default:
@@ -249,12 +253,15 @@ func (t *Tracker) writeLoop() {
 	}
 }
 
-// nextDirty takes one changed member whose store count differs from what
-// it should be.
+// nextDirty takes the oldest changed member whose store count differs
+// from what it should be: members are written in the order they changed.
 func (t *Tracker) nextDirty() (memberKey, *localMember, int, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k := range t.dirty {
+	for len(t.queue) > 0 {
+		k := t.queue[0]
+		t.queue[0] = memberKey{}
+		t.queue = t.queue[1:]
 		delete(t.dirty, k)
 		m := t.local[k]
 		if m == nil {

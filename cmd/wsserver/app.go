@@ -56,6 +56,8 @@ type app struct {
 	rules *ruleSet
 	// loops is the reconnect-loop counter; nil with -reconnect-limit 0.
 	loops *reconnect.Counter
+	// presence keeps room members (presence.go).
+	presence *presenceParts
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -202,6 +204,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	inFrames, inBytes := st.inboundBudget()
+	pres, err := a.newPresence(st, logger)
+	if err != nil {
+		return err
+	}
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -241,6 +247,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		AppTimeout:           st.appTimeout,
 		Destinations:         a.destinationOptions,
 		SubscriberSlots:      a.subscriberSlots(),
+		Presence:             pres,
 		// Clients of the sessions a shutdown ends come back as fast as
 		// this instance admits (zero: no rate, the server's default).
 		RetryRate:     st.admit.cfg.Rate,
@@ -420,6 +427,7 @@ func (a *app) close() {
 		a.jwks.Close()
 	}
 	a.closeSessionCaps()
+	a.closePresence()
 	a.closePrincipalLimit()
 	if a.loops != nil {
 		_ = a.loops.Close()

@@ -108,6 +108,7 @@ type settings struct {
 
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 	admissionSettings      // the instance admission (admission.go)
+	presenceSettings       // room members (presence.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -186,6 +187,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.relayFlags(fs)
 	s.principalLimitFlags(fs)
 	s.admissionFlags(fs)
+	s.presenceFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs

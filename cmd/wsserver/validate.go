@@ -109,6 +109,9 @@ func (s *settings) validate() error {
 	if err := s.validateInbound(); err != nil {
 		return err
 	}
+	if err := s.validatePresence(); err != nil {
+		return err
+	}
 	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}
