@@ -94,7 +94,7 @@ type Store struct {
 
 	// mu guards the fields below.
 	mu      sync.Mutex
-	held    map[string]map[string]struct{} // dest -> principals with a share here
+	held    map[string]map[string]share // dest -> principal -> its share here
 	watched map[string]int                 // dest -> Watched(true) minus Watched(false)
 	deliver func(dest string, events []presence.Event)
 	failing bool // renewal is failing; logged once
@@ -147,7 +147,7 @@ func New(cfg Config) (*Store, error) {
 		instance: randid.New(8),
 		dropped:  cfg.Dropped,
 		logger:   cfg.Logger,
-		held:     make(map[string]map[string]struct{}),
+		held:     make(map[string]map[string]share),
 		watched:  make(map[string]int),
 		stop:     make(chan struct{}),
 	}
@@ -188,10 +188,10 @@ func (s *Store) Set(ctx context.Context, dest, principal string, sessions int, i
 	ps := s.held[dest]
 	if sessions > 0 {
 		if ps == nil {
-			ps = make(map[string]struct{})
+			ps = make(map[string]share)
 			s.held[dest] = ps
 		}
-		ps[principal] = struct{}{}
+		ps[principal] = share{sessions, info}
 	} else if ps != nil {
 		delete(ps, principal)
 		if len(ps) == 0 {
@@ -200,6 +200,12 @@ func (s *Store) Set(ctx context.Context, dest, principal string, sessions int, i
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// share is this instance's part of a member, as Set last wrote it.
+type share struct {
+	sessions int
+	info     string
 }
 
 // Snapshot implements presence.Store: the members of every live instance,
@@ -337,10 +343,17 @@ func (s *Store) renew() {
 			flag = "1"
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		_, err := s.run(ctx, d, "renew", flag)
+		v, err := s.run(ctx, d, "renew", flag)
 		cancel()
 		if err != nil {
 			failed = err
+			continue
+		}
+		if missing, _ := v[1].(int64); hold && missing == 1 {
+			// Redis lost this instance's lease (an outage longer than
+			// it, or a failover): another instance may have removed its
+			// shares as a dead one's. Write them back.
+			failed = s.restore(d)
 		}
 	}
 	s.mu.Lock()
@@ -353,6 +366,26 @@ func (s *Store) renew() {
 	case failed == nil && was:
 		s.logger.Info("presence: lease renewal recovered")
 	}
+}
+
+// restore writes this instance's shares of dest again, as they were last
+// set.
+func (s *Store) restore(dest string) error {
+	s.mu.Lock()
+	shares := make(map[string]share, len(s.held[dest]))
+	for p, sh := range s.held[dest] {
+		shares[p] = sh
+	}
+	s.mu.Unlock()
+	for p, sh := range shares {
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+		_, err := s.run(ctx, dest, "set", p, sh.sessions, sh.info)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Instance returns this store's random instance id, as its keys name it.

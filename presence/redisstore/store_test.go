@@ -191,3 +191,37 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestLostLeaseRestored: an instance whose lease Redis lost, and whose
+// members another instance therefore removed, writes them back at its
+// next renewal: a leave, then a join.
+func TestLostLeaseRestored(t *testing.T) {
+	url := testredis.Start(t).URL()
+	const ttl = 300 * time.Millisecond
+	a, b := newStore(t, url, ttl), newStore(t, url, ttl)
+	var rec recorder
+	b.Attach(rec.deliver)
+	ctx := context.Background()
+	if err := a.Set(ctx, "/topic/r", "ann", 1, "Ann"); err != nil {
+		t.Fatal(err)
+	}
+	// Play a lost lease: the entry ends as an outage would let it, and
+	// b removes the shares at once, as it does a dead instance's.
+	if err := a.client.ZAdd(ctx, a.keys("/topic/r")[2], redis.Z{Score: 1, Member: a.instance}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.run(ctx, "/topic/r", "renew", "0"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ann back", func() bool { return len(rec.got()) >= 3 })
+	if got, want := rec.got(), []string{"1 join ann", "2 leave ann", "3 join ann"}; !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+	snap, err := b.Snapshot(ctx, "/topic/r", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Count != 1 || snap.Members[0].Info != "Ann" {
+		t.Errorf("Snapshot = %+v, want ann with her info", snap)
+	}
+}
