@@ -22,6 +22,16 @@ type MemoryStore struct {
 type memDest struct {
 	seq     uint64
 	members map[string]*Member
+	watched int // Watched(true) minus Watched(false)
+}
+
+// dropLocked forgets d, dest's, once it has neither members nor
+// watchers: its seq restarting then misleads no one, and a client naming
+// ever new rooms leaves nothing behind. Caller holds m.mu.
+func (m *MemoryStore) dropLocked(dest string, d *memDest) {
+	if len(d.members) == 0 && d.watched <= 0 {
+		delete(m.dests, dest)
+	}
 }
 
 // NewMemoryStore returns an empty MemoryStore.
@@ -59,11 +69,10 @@ func (m *MemoryStore) Set(_ context.Context, dest, principal string, sessions in
 	default:
 		return nil
 	}
-	// The destination keeps its seq while empty, so that a watcher's
-	// position stays valid; an empty one costs a map entry.
 	if m.deliver != nil {
 		m.deliver(dest, []Event{ev})
 	}
+	m.dropLocked(dest, d)
 	return nil
 }
 
@@ -106,5 +115,23 @@ func (m *MemoryStore) Attach(deliver func(dest string, events []Event)) {
 	m.mu.Unlock()
 }
 
-// Watched implements Store; the memory store is always current.
-func (m *MemoryStore) Watched(string, bool) {}
+// Watched implements Store: a watched destination keeps its seq while it
+// has no members, so that its watchers' positions stay valid.
+func (m *MemoryStore) Watched(dest string, on bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := m.dests[dest]
+	if d == nil {
+		if !on {
+			return
+		}
+		d = &memDest{members: make(map[string]*Member)}
+		m.dests[dest] = d
+	}
+	if on {
+		d.watched++
+		return
+	}
+	d.watched--
+	m.dropLocked(dest, d)
+}

@@ -262,3 +262,35 @@ func (c *countingStore) Set(ctx context.Context, dest, principal string, session
 	c.sets.Add(1)
 	return c.MemoryStore.Set(ctx, dest, principal, sessions, info)
 }
+
+// TestMemoryForgetsEmptyRooms: a room with neither members nor watchers
+// leaves nothing in the memory store; a watched empty room keeps its seq.
+func TestMemoryForgetsEmptyRooms(t *testing.T) {
+	store := NewMemoryStore()
+	tr := newTracker(t, Config{Store: store})
+	var f frames
+	stop, _ := tr.Watch("/topic/room.1", f.send)
+	for i := range 10 {
+		leave, _ := tr.Join(fmt.Sprintf("/topic/room.%d", i), "a", "")
+		leave()
+	}
+	waitFor(t, "room.1's join and leave", func() bool { return len(f.events()) == 2 })
+	waitFor(t, "the writer done", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.local) == 0
+	})
+	store.mu.Lock()
+	n, seq := len(store.dests), store.dests["/topic/room.1"].seq
+	store.mu.Unlock()
+	if n != 1 || seq != 2 {
+		t.Errorf("store holds %d rooms, room.1 at seq %d; want the watched room alone, at 2", n, seq)
+	}
+	stop()
+	store.mu.Lock()
+	n = len(store.dests)
+	store.mu.Unlock()
+	if n != 0 {
+		t.Errorf("store holds %d rooms after the last watch, want 0", n)
+	}
+}
