@@ -95,7 +95,7 @@ type Store struct {
 	// mu guards the fields below.
 	mu      sync.Mutex
 	held    map[string]map[string]share // dest -> principal -> its share here
-	watched map[string]int                 // dest -> Watched(true) minus Watched(false)
+	watched map[string]int              // dest -> Watched(true) minus Watched(false)
 	deliver func(dest string, events []presence.Event)
 	failing bool // renewal is failing; logged once
 
