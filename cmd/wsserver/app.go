@@ -414,7 +414,7 @@ func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Han
 	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.demo {
 		// The demo page, its assets and the session counts it polls.
-		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
+		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath, Presence: a.demoPresence()}))
 	}
 	return mux, nil
 }

@@ -142,3 +142,11 @@ func (o presenceObserver) Event(op presence.Op) { o.m.PresenceEvent(string(op)) 
 func (o presenceObserver) Frame(kind string)    { o.m.PresenceFrame(kind) }
 func (o presenceObserver) Truncated()           { o.m.PresenceTruncated() }
 func (o presenceObserver) StoreError()          { o.m.PresenceStoreError() }
+
+// demoRoom is a room of the demo page, which names its rooms
+// /topic/room.<name>.
+const demoRoom = "/topic/room.lobby"
+
+// demoPresence tells the demo page whether the rule in force at start
+// keeps the presence of its rooms.
+func (a *app) demoPresence() bool { return a.rules.Presence(demoRoom) }
