@@ -67,7 +67,7 @@ type browserResult struct {
 	// Members is the member list bob's page shows once alice and bob
 	// have joined.
 	Members []string `json:"members"`
-	Chat struct {
+	Chat    struct {
 		From         string `json:"from"`
 		Text         string `json:"text"`
 		InputCleared bool   `json:"inputCleared"`
