@@ -37,6 +37,10 @@ const (
 	// OpLeave is a member whose last session ended, after the grace
 	// period.
 	OpLeave Op = "leave"
+	// OpSync is no change but a store's word that the destination has
+	// reached Seq: a tracker that has not heard of Seq missed events,
+	// and sends its watchers a fresh snapshot. Watchers never see it.
+	OpSync Op = "sync"
 )
 
 // Event is one join or leave of a destination.

@@ -272,9 +272,12 @@ func TestMemoryForgetsEmptyRooms(t *testing.T) {
 	stop, _ := tr.Watch("/topic/room.1", f.send)
 	for i := range 10 {
 		leave, _ := tr.Join(fmt.Sprintf("/topic/room.%d", i), "a", "")
+		if i == 1 {
+			waitFor(t, "room.1's join", func() bool { return len(f.events()) == 1 })
+		}
 		leave()
 	}
-	waitFor(t, "room.1's join and leave", func() bool { return len(f.events()) == 2 })
+	waitFor(t, "room.1's leave", func() bool { return len(f.events()) == 2 })
 	waitFor(t, "the writer done", func() bool {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
@@ -292,5 +295,23 @@ func TestMemoryForgetsEmptyRooms(t *testing.T) {
 	store.mu.Unlock()
 	if n != 0 {
 		t.Errorf("store holds %d rooms after the last watch, want 0", n)
+	}
+}
+
+// TestSyncResnapshots: a store's OpSync beyond what the tracker heard
+// sends a fresh snapshot; one it has heard changes nothing.
+func TestSyncResnapshots(t *testing.T) {
+	store := NewMemoryStore()
+	tr := newTracker(t, Config{Store: store})
+	var f frames
+	stop, _ := tr.Watch("/topic/room.1", f.send)
+	defer stop()
+	tr.deliver("/topic/room.1", []Event{{Seq: 0, Op: OpSync}})
+	if n := len(f.all()); n != 1 {
+		t.Errorf("%d frames after a sync at the watcher's seq, want the first snapshot alone", n)
+	}
+	tr.deliver("/topic/room.1", []Event{{Seq: 7, Op: OpSync}})
+	if got := f.all(); len(got) != 2 || got[1].Type != "snapshot" {
+		t.Errorf("frames after a sync ahead: %+v, want a second snapshot", got)
 	}
 }

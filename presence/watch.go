@@ -137,6 +137,12 @@ func (t *Tracker) deliver(dest string, events []Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, ev := range events {
+		if ev.Op == OpSync {
+			if ev.Seq > d.last {
+				d.gap = true
+			}
+			continue
+		}
 		if ev.Seq <= d.last {
 			continue // already in a snapshot
 		}

@@ -47,8 +47,10 @@
 // Each instance reads them all and hands those of destinations it watches
 // to its tracker; a message over MaxPayload or not in this form is
 // dropped and counted. A message lost (Redis Pub/Sub is at most once) is
-// found by the gap in the numbers at the next event and repaired by a
-// fresh snapshot. The messages are not signed: the state they report
+// found by the gap in the numbers at the next event or, when no event
+// follows, by the watching instance's renewals (the counter still ahead
+// of what the channel brought one renewal later: presence.OpSync), and
+// repaired by a fresh snapshot. The messages are not signed: the state they report
 // lives in keys that whoever can PUBLISH to this Redis can also write,
 // and a watcher's snapshot is read from the keys.
 package redisstore

@@ -98,6 +98,11 @@ type Store struct {
 	watched map[string]int              // dest -> Watched(true) minus Watched(false)
 	deliver func(dest string, events []presence.Event)
 	failing bool // renewal is failing; logged once
+	// heard is the newest seq the channel brought, by watched
+	// destination; behind the seq a renewal read there, by destination
+	// whose channel was behind it then (see renew).
+	heard  map[string]uint64
+	behind map[string]uint64
 
 	pubsub *redis.PubSub
 	stop   chan struct{}
@@ -149,6 +154,8 @@ func New(cfg Config) (*Store, error) {
 		logger:   cfg.Logger,
 		held:     make(map[string]map[string]share),
 		watched:  make(map[string]int),
+		heard:    make(map[string]uint64),
+		behind:   make(map[string]uint64),
 		stop:     make(chan struct{}),
 	}
 	s.pubsub = cfg.Client.Subscribe(context.Background(), s.channel)
@@ -258,6 +265,8 @@ func (s *Store) Watched(dest string, on bool) {
 	}
 	if s.watched[dest]--; s.watched[dest] <= 0 {
 		delete(s.watched, dest)
+		delete(s.heard, dest)
+		delete(s.behind, dest)
 	}
 }
 
@@ -296,6 +305,9 @@ func (s *Store) receive() {
 		}
 		s.mu.Lock()
 		deliver := s.deliver
+		if _, ok := s.watched[w.D]; ok && len(evs) > 0 {
+			s.heard[w.D] = max(s.heard[w.D], evs[len(evs)-1].Seq)
+		}
 		s.mu.Unlock()
 		if deliver != nil && len(evs) > 0 {
 			deliver(w.D, evs)
@@ -349,6 +361,9 @@ func (s *Store) renew() {
 			failed = err
 			continue
 		}
+		if seq, _ := v[0].(int64); seq > 0 {
+			s.checkHeard(d, uint64(seq))
+		}
 		if missing, _ := v[1].(int64); hold && missing == 1 {
 			// Redis lost this instance's lease (an outage longer than
 			// it, or a failover): another instance may have removed its
@@ -365,6 +380,35 @@ func (s *Store) renew() {
 		s.logger.Warn("presence: lease renewal failing", "error", failed)
 	case failed == nil && was:
 		s.logger.Info("presence: lease renewal recovered")
+	}
+}
+
+// checkHeard compares seq, what a renewal read of dest, with what the
+// channel brought: a watched destination whose channel is still behind
+// the seq of the renewal before (not merely in flight) lost events, and
+// the tracker is told so (presence.OpSync) to send a fresh snapshot.
+func (s *Store) checkHeard(dest string, seq uint64) {
+	s.mu.Lock()
+	if _, ok := s.watched[dest]; !ok {
+		s.mu.Unlock()
+		return
+	}
+	heard, prev := s.heard[dest], s.behind[dest]
+	var sync uint64
+	switch {
+	case heard >= seq:
+		delete(s.behind, dest)
+	case prev != 0 && heard < prev:
+		sync = prev
+		s.heard[dest] = seq // told once; the snapshot brings it to seq
+		delete(s.behind, dest)
+	default:
+		s.behind[dest] = seq
+	}
+	deliver := s.deliver
+	s.mu.Unlock()
+	if sync != 0 && deliver != nil {
+		deliver(dest, []presence.Event{{Seq: seq, Op: presence.OpSync}})
 	}
 }
 

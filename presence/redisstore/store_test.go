@@ -225,3 +225,37 @@ func TestLostLeaseRestored(t *testing.T) {
 		t.Errorf("Snapshot = %+v, want ann with her info", snap)
 	}
 }
+
+// TestLostEventSyncs: an event numbered but never heard on the channel
+// (Pub/Sub is at most once) is found by a watching instance's renewals,
+// which tell the tracker with presence.OpSync.
+func TestLostEventSyncs(t *testing.T) {
+	url := testredis.Start(t).URL()
+	s := newStore(t, url, 300*time.Millisecond)
+	var mu sync.Mutex
+	var syncs []uint64
+	s.Attach(func(_ string, evs []presence.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, e := range evs {
+			if e.Op == presence.OpSync {
+				syncs = append(syncs, e.Seq)
+			}
+		}
+	})
+	s.Watched("/topic/r", true)
+	// The counter moves as a script's would, with no message.
+	if err := s.client.IncrBy(context.Background(), s.keys("/topic/r")[3], 3).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a sync", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(syncs) > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if syncs[0] != 3 {
+		t.Errorf("sync at seq %d, want 3", syncs[0])
+	}
+}
