@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -317,5 +318,43 @@ func TestPresenceRefusals(t *testing.T) {
 				return nil
 			})
 		})
+	}
+}
+
+func TestPresenceSettingErrors(t *testing.T) {
+	expectSettingErrors(t, []settingCase{
+		{"", []string{"-presence-grace", "-1s"}, nil, "-presence-grace (WSSERVER_PRESENCE_GRACE) -1s: must not be negative"},
+		{"", []string{"-presence-batch", "-1ms"}, nil, "-presence-batch (WSSERVER_PRESENCE_BATCH) -1ms: must not be negative"},
+		{"", []string{"-presence-max-members", "0"}, nil, "-presence-max-members (WSSERVER_PRESENCE_MAX_MEMBERS) 0: must be at least 1"},
+		{"", []string{"-presence-max-watches", "0"}, nil, "-presence-max-watches (WSSERVER_PRESENCE_MAX_WATCHES) 0: must be at least 1"},
+		{"", nil, map[string]string{"WSSERVER_PRESENCE_MAX_INFO": "0"}, "-presence-max-info (WSSERVER_PRESENCE_MAX_INFO) 0: must be at least 1"},
+	})
+}
+
+// TestPresenceWithoutRedis: one instance with no -redis-url keeps
+// presence in its own memory, and the server API reads it.
+func TestPresenceWithoutRedis(t *testing.T) {
+	base, _ := startApp(t, "-policy", presencePolicyFile(t), "-jwt-secret", e2eSecret, "-api-key", "k3y", "-presence-grace", "0")
+	w := watch(t, base, presenceRoom)
+	member(t, base, "alice", presenceRoom, "Alice")
+	if got := w.until(1); got[0] != "join alice" {
+		t.Fatalf("events = %q, want alice's join", got)
+	}
+	req, err := http.NewRequest(http.MethodGet, adminBase(t, base)+"/api/v1/presence?destination="+presenceRoom, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer k3y")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got presenceFrame
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || got.Count != 1 || got.Members[0].Principal != "alice" || got.Members[0].Info != "Alice" || got.Seq != 1 {
+		t.Errorf("GET /api/v1/presence: %d %+v, want alice at seq 1", resp.StatusCode, got)
 	}
 }
