@@ -1,6 +1,8 @@
 package server
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -98,12 +100,14 @@ func (s *session) presenceRefused(reason, message, detail, receipt string) bool 
 }
 
 // principalKey is who the session is a member as: its principal's name,
-// or, for a session without one, its session id.
+// or, for an anonymous session, a name of its own that does not give
+// away its session id (which the server API acts on) to the room.
 func (s *session) principalKey() string {
-	if p := s.st.Principal; p != nil && p.Name != "" {
+	if p := s.st.Principal; p != nil && p.Name != "" && !p.Anonymous {
 		return p.Name
 	}
-	return s.st.ID
+	sum := sha256.Sum256([]byte(s.st.ID))
+	return "anonymous-" + hex.EncodeToString(sum[:8])
 }
 
 // joinPresence makes the session a member of sub's destination when it
