@@ -86,6 +86,9 @@ type Tracker struct {
 	queue  []memberKey            // changed members, oldest first
 	dests  map[string]*watched
 	closed bool
+	// failing is set while store writes fail, so that the Warn is
+	// logged once.
+	failing bool
 
 	wake chan struct{} // 1-buffered: dirty has entries
 	done chan struct{} // closed by Close
@@ -239,9 +242,13 @@ func (t *Tracker) writeLoop() {
 			err := t.cfg.Store.Set(ctx, k.dest, k.principal, want, m.info)
 			cancel()
 			t.mu.Lock()
+			was := t.failing
+			t.failing = err != nil
 			if err != nil {
-				t.cfg.Observer.StoreError()
-				t.cfg.Logger.Warn("presence: store write failed", "destination", k.dest, "error", err)
+				// Written again after a pause, with whatever changed
+				// meanwhile; a store that refuses at once is not
+				// hammered.
+				t.markLocked(k)
 			} else {
 				m.stored = want
 			}
@@ -249,9 +256,29 @@ func (t *Tracker) writeLoop() {
 				delete(t.local, k)
 			}
 			t.mu.Unlock()
+			switch {
+			case err != nil && !was:
+				t.cfg.Logger.Warn("presence: store writes failing; retrying", "destination", k.dest, "error", err)
+			case err == nil && was:
+				t.cfg.Logger.Info("presence: store writes recovered")
+			}
+			if err != nil {
+				t.cfg.Observer.StoreError()
+				select {
+				case <-time.After(retryPause):
+				case <-t.done:
+					return
+				}
+			}
 		}
 	}
 }
+
+// retryPause is how long the writer waits after a failed store write
+// before the next: a second lets a Redis failover finish without a
+// write per member per millisecond against a refusing server, and
+// members catch up within a second of its return.
+const retryPause = time.Second
 
 // nextDirty takes the oldest changed member whose store count differs
 // from what it should be: members are written in the order they changed.

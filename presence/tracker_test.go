@@ -315,3 +315,33 @@ func TestSyncResnapshots(t *testing.T) {
 		t.Errorf("frames after a sync ahead: %+v, want a second snapshot", got)
 	}
 }
+
+// failingStore fails its first Set calls.
+type failingStore struct {
+	*MemoryStore
+	fails atomic.Int64
+}
+
+func (f *failingStore) Set(ctx context.Context, dest, principal string, sessions int, info string) error {
+	if f.fails.Add(-1) >= 0 {
+		return errors.New("store down")
+	}
+	return f.MemoryStore.Set(ctx, dest, principal, sessions, info)
+}
+
+// TestWriteRetried: a write the store refused is made again after a
+// pause, and the member arrives.
+func TestWriteRetried(t *testing.T) {
+	store := &failingStore{MemoryStore: NewMemoryStore()}
+	store.fails.Store(1)
+	tr := newTracker(t, Config{Store: store})
+	leave, _ := tr.Join("/topic/room.1", "a", "")
+	defer leave()
+	waitFor(t, "a written", func() bool {
+		s, _ := tr.Members(context.Background(), "/topic/room.1")
+		return s.Count == 1
+	})
+	if n := store.fails.Load(); n != -1 {
+		t.Errorf("store called %d times, want 2 (one refused)", 1-n)
+	}
+}
