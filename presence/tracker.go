@@ -16,7 +16,8 @@ const (
 	// rarely shown member by member.
 	DefaultMaxMembers = 1000
 	// DefaultTimeout bounds each call to the store: a snapshot waits on
-	// the subscribing session's reader.
+	// the subscribing session's reader, so it must stay short, and 2 s
+	// reads a 1,000-member room from a Redis busy with a failover.
 	DefaultTimeout = 2 * time.Second
 )
 

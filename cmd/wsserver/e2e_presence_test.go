@@ -328,6 +328,7 @@ func TestPresenceSettingErrors(t *testing.T) {
 		{"", []string{"-presence-max-members", "0"}, nil, "-presence-max-members (WSSERVER_PRESENCE_MAX_MEMBERS) 0: must be at least 1"},
 		{"", []string{"-presence-max-watches", "0"}, nil, "-presence-max-watches (WSSERVER_PRESENCE_MAX_WATCHES) 0: must be at least 1"},
 		{"", nil, map[string]string{"WSSERVER_PRESENCE_MAX_INFO": "0"}, "-presence-max-info (WSSERVER_PRESENCE_MAX_INFO) 0: must be at least 1"},
+		{"", []string{"-presence-timeout", "0s"}, nil, "-presence-timeout (WSSERVER_PRESENCE_TIMEOUT) 0s: must be positive"},
 	})
 }
 

@@ -35,6 +35,7 @@ type presenceSettings struct {
 	presenceMaxMembers int
 	presenceMaxWatches int
 	presenceMaxInfo    int
+	presenceTimeout    time.Duration
 }
 
 // presenceFlags registers the presence settings.
@@ -43,6 +44,7 @@ func (s *settings) presenceFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&s.presenceBatch, "presence-batch", defaultPresenceBatch, "how long the joins and leaves of a presence destination are gathered into one frame per watcher (0: a frame per change)")
 	fs.IntVar(&s.presenceMaxMembers, "presence-max-members", presence.DefaultMaxMembers, "most members a presence snapshot lists (its count counts all) and most joins and leaves one delta frame carries")
 	fs.IntVar(&s.presenceMaxWatches, "presence-max-watches", server.DefaultMaxPresenceWatches, "most /presence destinations one session may watch at once; the next SUBSCRIBE is refused with ERROR and a close")
+	fs.DurationVar(&s.presenceTimeout, "presence-timeout", presence.DefaultTimeout, "bound on each presence call to Redis: a member's write, a room's snapshot (which a presence SUBSCRIBE waits for), a lease renewal")
 	fs.IntVar(&s.presenceMaxInfo, "presence-max-info", server.DefaultMaxPresenceInfo, "most bytes of a SUBSCRIBE's presence-info header (UTF-8); a longer one is refused with ERROR and a close")
 }
 
@@ -59,6 +61,8 @@ func (s *settings) validatePresence() error {
 		return badSetting("presence-max-watches", s.presenceMaxWatches, "must be at least 1")
 	case s.presenceMaxInfo < 1:
 		return badSetting("presence-max-info", s.presenceMaxInfo, "must be at least 1")
+	case s.presenceTimeout <= 0:
+		return badSetting("presence-timeout", s.presenceTimeout, "must be positive")
 	}
 	return nil
 }
@@ -79,6 +83,7 @@ func (a *app) newPresence(st *settings, logger *slog.Logger) (server.PresenceCon
 		rs, err := redisstore.New(redisstore.Config{
 			Client:   a.redis,
 			LeaseTTL: st.sessionLeaseTTL,
+			Timeout:  st.presenceTimeout,
 			Dropped:  a.metrics.PresenceDropped,
 			Logger:   logger,
 		})
@@ -93,6 +98,7 @@ func (a *app) newPresence(st *settings, logger *slog.Logger) (server.PresenceCon
 		Grace:      st.presenceGrace,
 		Batch:      st.presenceBatch,
 		MaxMembers: st.presenceMaxMembers,
+		Timeout:    st.presenceTimeout,
 		Observer:   presenceObserver{observer{a.metrics}},
 		Logger:     logger,
 	})

@@ -40,7 +40,7 @@ var flagSections = []flagSection{
 		"ping-interval", "ping-timeout",
 		"outbound-queue", "outbound-bytes", "outbound-total-bytes", "socket-send-buffer", "write-timeout",
 		"max-transactions", "max-transaction-frames", "max-transaction-bytes",
-		"presence-grace", "presence-batch", "presence-max-members", "presence-max-watches", "presence-max-info",
+		"presence-grace", "presence-batch", "presence-max-members", "presence-max-watches", "presence-max-info", "presence-timeout",
 	}},
 	{"Redis: the state instances share and the relay between them", []string{
 		"redis-url", "redis-timeout", "redis-queue-wait", "redis-timeouts-to-fail", "redis-confirm-timeout",
