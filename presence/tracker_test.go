@@ -345,3 +345,33 @@ func TestWriteRetried(t *testing.T) {
 		t.Errorf("store called %d times, want 2 (one refused)", 1-n)
 	}
 }
+
+// TestInFlightEvents: an event still on its way when a second watcher
+// reads its snapshot (which holds it) reaches the first watcher, not
+// the second, and neither sees a gap.
+func TestInFlightEvents(t *testing.T) {
+	store := NewMemoryStore()
+	tr := newTracker(t, Config{Store: store})
+	var held [][]Event
+	store.Attach(func(_ string, evs []Event) { held = append(held, evs) }) // the channel, slowed
+	var a, b frames
+	stopA, _ := tr.Watch("/topic/room.1", a.send)
+	defer stopA()
+	_ = store.Set(context.Background(), "/topic/room.1", "x", 1, "")
+	stopB, _ := tr.Watch("/topic/room.1", b.send)
+	defer stopB()
+	for _, evs := range held {
+		tr.deliver("/topic/room.1", evs)
+	}
+	if got := a.events(); !slices.Equal(got, []string{"1 join x"}) {
+		t.Errorf("first watcher's events = %q, want x's join", got)
+	}
+	if got := b.all(); len(got) != 1 || got[0].Seq != 1 || got[0].Count != 1 {
+		t.Errorf("second watcher's frames = %+v, want its snapshot at seq 1 alone", got)
+	}
+	_ = store.Set(context.Background(), "/topic/room.1", "y", 1, "")
+	tr.deliver("/topic/room.1", held[len(held)-1])
+	if a.events()[1] != "2 join y" || b.events()[0] != "2 join y" {
+		t.Errorf("next event: %q and %q, want y's join for both", a.events(), b.events())
+	}
+}

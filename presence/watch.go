@@ -17,6 +17,7 @@ type watched struct {
 	// destination's watchers: a snapshot and the deltas after it.
 	mu       sync.Mutex
 	watchers map[*watcher]struct{}
+	started  bool    // the first watcher's snapshot set last
 	last     uint64  // the Seq of the newest event taken
 	pending  []Event // taken, not yet sent
 	gap      bool    // an event was missed: send a fresh snapshot
@@ -25,8 +26,9 @@ type watched struct {
 
 // watcher is one watch: a session's presence subscription.
 type watcher struct {
-	send func(body []byte) bool
-	seq  uint64 // the newest Seq it has
+	send  func(body []byte) bool
+	seq   uint64 // the newest Seq it has
+	ready bool   // its snapshot is sent; until then flushes pass it by
 }
 
 // stopTimer stops the batch timer. Caller holds the Tracker's mu.
@@ -62,8 +64,11 @@ func (t *Tracker) Watch(dest string, send func(body []byte) bool) (stop func(), 
 	}
 	w := &watcher{send: send}
 	// Counted in before the snapshot, so that a concurrent stop of the
-	// last other watcher keeps d.
+	// last other watcher keeps d. It gets nothing before its snapshot:
+	// its seq is 0 until then, and flushes skip it (see flushLocked).
+	d.mu.Lock()
 	d.watchers[w] = struct{}{}
+	d.mu.Unlock()
 	t.mu.Unlock()
 	if first {
 		t.cfg.Store.Watched(dest, true)
@@ -76,11 +81,12 @@ func (t *Tracker) Watch(dest string, send func(body []byte) bool) (stop func(), 
 		t.unwatch(d, w)
 		return nil, err
 	}
-	w.seq = snap.Seq
-	if snap.Seq > d.last {
-		// Events up to snap.Seq that are still in flight go to the other
-		// watchers only; pending ones are already counted in.
-		d.last = snap.Seq
+	w.seq, w.ready = snap.Seq, true
+	if !d.started {
+		// The first snapshot sets where the events continue. Later
+		// ones leave it: events up to their seq still in flight go to
+		// the older watchers, and this one passes them by (w.seq).
+		d.started, d.last = true, snap.Seq
 	}
 	t.sendLocked(w, outcome.PresenceSnapshot, encodeSnapshot(dest, snap))
 	d.mu.Unlock()
@@ -136,6 +142,9 @@ func (t *Tracker) deliver(dest string, events []Event) {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.started {
+		return // the first snapshot, read after these, holds them
+	}
 	for _, ev := range events {
 		if ev.Op == OpSync {
 			if ev.Seq > d.last {
@@ -190,6 +199,9 @@ func (t *Tracker) flushLocked(d *watched) {
 		d.last = max(d.last, snap.Seq)
 		body := encodeSnapshot(d.dest, snap)
 		for w := range d.watchers {
+			if !w.ready {
+				continue
+			}
 			w.seq = snap.Seq
 			t.sendLocked(w, outcome.PresenceSnapshot, body)
 		}
@@ -203,6 +215,9 @@ func (t *Tracker) flushLocked(d *watched) {
 		sharedFrom = pending[0].Seq - 1
 	}
 	for w := range d.watchers {
+		if !w.ready {
+			continue
+		}
 		evs := pending
 		for len(evs) > 0 && evs[0].Seq <= w.seq {
 			evs = evs[1:]
