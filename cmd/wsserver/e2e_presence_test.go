@@ -359,3 +359,21 @@ func TestPresenceWithoutRedis(t *testing.T) {
 		t.Errorf("GET /api/v1/presence: %d %+v, want alice at seq 1", resp.StatusCode, got)
 	}
 }
+
+// TestPresenceCluster runs two instances on a real Redis Cluster of three
+// masters: rooms whose keys sit in different slots each tell a watcher on
+// the other instance of their members.
+func TestPresenceCluster(t *testing.T) {
+	rc := testredis.StartCluster(t)
+	c := startInstances(t, 2, rc.URL(), presenceArgs(t, rc.URL(), "-presence-grace", "0")...)
+	for i, room := range []string{"/topic/room.a", "/topic/room.b", "/topic/room.c"} {
+		w := watch(t, c.bases[1], room)
+		who := fmt.Sprintf("p%d", i)
+		m := member(t, c.bases[0], who, room, "")
+		w.until(1)
+		disconnect(t, m)
+		if got, want := w.until(2), []string{"join " + who, "leave " + who}; !slices.Equal(got, want) {
+			t.Errorf("%s: events = %q, want %q", room, got, want)
+		}
+	}
+}
