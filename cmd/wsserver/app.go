@@ -51,13 +51,13 @@ type app struct {
 	// plimit is the per-principal send limit; nil with
 	// -principal-send-limit 0.
 	plimit *principallimit.Limiter
+	// presence keeps room members (presence.go).
+	presence *presenceParts
 	// rules are the policy's destination rules in force, replaced on
 	// SIGHUP (reload).
 	rules *ruleSet
 	// loops is the reconnect-loop counter; nil with -reconnect-limit 0.
 	loops *reconnect.Counter
-	// presence keeps room members (presence.go).
-	presence *presenceParts
 }
 
 // newApp builds the server from settings that validate has accepted.
