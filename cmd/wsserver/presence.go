@@ -81,11 +81,12 @@ func (a *app) newPresence(st *settings, logger *slog.Logger) (server.PresenceCon
 	var store presence.Store
 	if a.redis != nil {
 		rs, err := redisstore.New(redisstore.Config{
-			Client:   a.redis,
-			LeaseTTL: st.sessionLeaseTTL,
-			Timeout:  st.presenceTimeout,
-			Dropped:  a.metrics.PresenceDropped,
-			Logger:   logger,
+			Client:     a.redis,
+			LeaseTTL:   st.sessionLeaseTTL,
+			Timeout:    st.presenceTimeout,
+			Dropped:    a.metrics.PresenceDropped,
+			StoreError: a.metrics.PresenceStoreError,
+			Logger:     logger,
 		})
 		if err != nil {
 			return server.PresenceConfig{}, fmt.Errorf("-session-lease-ttl: %w", err)

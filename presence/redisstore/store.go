@@ -72,6 +72,8 @@ type Config struct {
 	// Dropped, if not nil, counts an event message from the channel that
 	// was too large or malformed.
 	Dropped func()
+	// StoreError, if not nil, counts a renewal that failed.
+	StoreError func()
 	// Logger logs renewal failures; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -82,15 +84,16 @@ type Config struct {
 // events over one Pub/Sub channel. It is safe for concurrent use; Close
 // stops its goroutines. It does not close Client.
 type Store struct {
-	client   redis.UniversalClient
-	lease    time.Duration // what a renewal writes: 2/3 of LeaseTTL
-	every    time.Duration // renewal period: 1/3 of LeaseTTL
-	timeout  time.Duration
-	prefix   string
-	channel  string
-	instance string
-	dropped  func()
-	logger   *slog.Logger
+	client     redis.UniversalClient
+	lease      time.Duration // what a renewal writes: 2/3 of LeaseTTL
+	every      time.Duration // renewal period: 1/3 of LeaseTTL
+	timeout    time.Duration
+	prefix     string
+	channel    string
+	instance   string
+	dropped    func()
+	storeError func()
+	logger     *slog.Logger
 
 	// mu guards the fields below.
 	mu      sync.Mutex
@@ -143,20 +146,21 @@ func New(cfg Config) (*Store, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Store{
-		client:   cfg.Client,
-		lease:    cfg.LeaseTTL * 2 / 3,
-		every:    cfg.LeaseTTL / 3,
-		timeout:  cfg.Timeout,
-		prefix:   cfg.Prefix,
-		channel:  cfg.Prefix + "events",
-		instance: randid.New(8),
-		dropped:  cfg.Dropped,
-		logger:   cfg.Logger,
-		held:     make(map[string]map[string]share),
-		watched:  make(map[string]int),
-		heard:    make(map[string]uint64),
-		behind:   make(map[string]uint64),
-		stop:     make(chan struct{}),
+		client:     cfg.Client,
+		lease:      cfg.LeaseTTL * 2 / 3,
+		every:      cfg.LeaseTTL / 3,
+		timeout:    cfg.Timeout,
+		prefix:     cfg.Prefix,
+		channel:    cfg.Prefix + "events",
+		instance:   randid.New(8),
+		dropped:    cfg.Dropped,
+		storeError: cfg.StoreError,
+		logger:     cfg.Logger,
+		held:       make(map[string]map[string]share),
+		watched:    make(map[string]int),
+		heard:      make(map[string]uint64),
+		behind:     make(map[string]uint64),
+		stop:       make(chan struct{}),
 	}
 	s.pubsub = cfg.Client.Subscribe(context.Background(), s.channel)
 	s.wg.Add(2)
@@ -337,38 +341,52 @@ func (s *Store) renewLoop() {
 	}
 }
 
-// renew runs the renew op on each held or watched destination.
+// renew runs the renew op on each held or watched destination, all in
+// one pipeline (split per node on a Cluster) bounded by the renewal
+// period: an instance in 10,000 rooms renews them in a few round trips.
 func (s *Store) renew() {
 	s.mu.Lock()
-	dests := make(map[string]bool, len(s.held)+len(s.watched))
-	for d := range s.watched {
-		dests[d] = false
-	}
+	dests := make([]string, 0, len(s.held)+len(s.watched))
+	holds := make([]bool, 0, cap(dests))
 	for d := range s.held {
-		dests[d] = true
+		dests, holds = append(dests, d), append(holds, true)
+	}
+	for d := range s.watched {
+		if _, ok := s.held[d]; !ok {
+			dests, holds = append(dests, d), append(holds, false)
+		}
 	}
 	s.mu.Unlock()
-	var failed error
-	for d, hold := range dests {
-		flag := "0"
-		if hold {
-			flag = "1"
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-		v, err := s.run(ctx, d, "renew", flag)
-		cancel()
-		if err != nil {
-			failed = err
+	if len(dests) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.every)
+	defer cancel()
+	res, failed := s.renewPipeline(ctx, dests, holds, false)
+	if failed != nil && redis.HasErrorPrefix(failed, "NOSCRIPT") {
+		// Redis lost its script cache (a restart): EVAL loads it again.
+		res, failed = s.renewPipeline(ctx, dests, holds, true)
+	}
+	for i, v := range res {
+		if v == nil {
 			continue
 		}
 		if seq, _ := v[0].(int64); seq > 0 {
-			s.checkHeard(d, uint64(seq))
+			s.checkHeard(dests[i], uint64(seq))
 		}
-		if missing, _ := v[1].(int64); hold && missing == 1 {
+		if missing, _ := v[1].(int64); holds[i] && missing == 1 {
 			// Redis lost this instance's lease (an outage longer than
 			// it, or a failover): another instance may have removed its
 			// shares as a dead one's. Write them back.
-			failed = s.restore(d)
+			if err := s.restore(dests[i]); err != nil {
+				failed = err
+			}
+		}
+	}
+	if failed != nil {
+		fallback.FollowCluster(s.client)
+		if s.storeError != nil {
+			s.storeError()
 		}
 	}
 	s.mu.Lock()
@@ -377,10 +395,44 @@ func (s *Store) renew() {
 	s.mu.Unlock()
 	switch {
 	case failed != nil && !was:
-		s.logger.Warn("presence: lease renewal failing", "error", failed)
+		s.logger.Warn("presence: lease renewal failing; a dead instance's members stay until it works again", "error", failed)
 	case failed == nil && was:
 		s.logger.Info("presence: lease renewal recovered")
 	}
+}
+
+// renewPipeline sends the renew op for each of dests, by EVALSHA or, with
+// eval set, EVAL. It returns each answer (nil where it failed) and the
+// first error.
+func (s *Store) renewPipeline(ctx context.Context, dests []string, holds []bool, eval bool) ([][]any, error) {
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(dests))
+	for i, d := range dests {
+		flag := "0"
+		if holds[i] {
+			flag = "1"
+		}
+		argv := []any{"renew", s.lease.Milliseconds(), s.instance, s.channel, d, keep.Milliseconds(), flag}
+		if eval {
+			cmds[i] = presenceScript.Eval(ctx, pipe, s.keys(d), argv...)
+		} else {
+			cmds[i] = presenceScript.EvalSha(ctx, pipe, s.keys(d), argv...)
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	out := make([][]any, len(dests))
+	var first error
+	for i, c := range cmds {
+		v, err := c.Slice()
+		if err != nil || len(v) < 2 {
+			if first == nil {
+				first = fmt.Errorf("redisstore: renew %q: %w", dests[i], err)
+			}
+			continue
+		}
+		out[i] = v
+	}
+	return out, first
 }
 
 // checkHeard compares seq, what a renewal read of dest, with what the
