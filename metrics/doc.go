@@ -234,7 +234,8 @@
 //     info_invalid, store_error).
 //   - stompgate_presence_truncated_total: snapshots cut to
 //     -presence-max-members.
-//   - stompgate_presence_store_errors_total: failed presence store calls.
+//   - stompgate_presence_store_errors_total: failed presence store calls
+//     (member writes, snapshots, lease renewals).
 //   - stompgate_presence_dropped_total: event messages from Redis dropped
 //     unread (too large, malformed).
 //

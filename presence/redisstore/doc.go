@@ -23,7 +23,7 @@
 //
 // An instance holds a lease in each destination where it has members:
 // its entry in :i, which it renews every LeaseTTL/3 to 2/3 of LeaseTTL
-// ahead (one missed renewal is survived). Every script call first removes
+// ahead (one missed renewal is survived), every room in one pipeline. Every script call first removes
 // the shares of every other instance whose lease ended, with a leave for
 // each principal that no other instance holds. The instances that watch
 // a destination renew it too (without a lease of their own), so a dead
