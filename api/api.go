@@ -71,6 +71,9 @@ type Config struct {
 	// Others carries disconnect requests to the other instances. Nil:
 	// disconnect ends this instance's sessions only.
 	Others Others
+	// Presence answers GET /api/v1/presence. Nil: it answers 404 for
+	// every destination.
+	Presence Presence
 	// Observer counts requests. Nil: none.
 	Observer Observer
 	// Logger receives refused requests at debug level. Nil:
@@ -125,6 +128,7 @@ func New(cfg Config) (http.Handler, error) {
 	h.route("POST /api/v1/publish", outcome.APIPublish, h.publish)
 	h.route("POST /api/v1/disconnect", outcome.APIDisconnect, h.disconnect)
 	h.route("GET /api/v1/sessions", outcome.APISessions, h.sessions)
+	h.route("GET /api/v1/presence", outcome.APIPresence, h.presenceMembers)
 	return h.mux, nil
 }
 

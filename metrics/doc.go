@@ -246,6 +246,23 @@
 //   - stompgate_reconnect_fallback (gauge): 1 while the counter counts
 //     this instance's CONNECTs only because Redis is unreachable, else 0.
 //
+// Presence (destinations whose rule says presence: true, watched at
+// /presence/<destination>):
+//
+//   - stompgate_presence_events_total{op}: joins and leaves received for
+//     destinations this instance has watchers of.
+//   - stompgate_presence_frames_total{kind}: presence frames queued for
+//     watchers, by kind (snapshot, delta).
+//   - stompgate_presence_refused_total{reason}: presence SUBSCRIBEs
+//     refused with ERROR and a close (not_enabled, watch_limit,
+//     info_invalid, store_error).
+//   - stompgate_presence_truncated_total: snapshots cut to
+//     -presence-max-members.
+//   - stompgate_presence_store_errors_total: failed presence store calls
+//     (member writes, snapshots, lease renewals).
+//   - stompgate_presence_dropped_total: event messages from Redis dropped
+//     unread (too large, malformed).
+//
 // IPv6 clients are keyed by prefix (-ipv6-prefix, /64 by default) in the
 // handshake rate, the bans and the session caps:
 //

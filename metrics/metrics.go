@@ -115,6 +115,8 @@ type Metrics struct {
 	procsChanges   []prometheus.Counter
 
 	rules ruleMetrics
+
+	presence presenceMetrics
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -140,6 +142,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildSessionCaps(b)
 	m.buildPrincipalLimit(b)
 	m.buildReconnect(b)
+	m.buildPresence(b)
 	m.buildHTTP(b)
 	m.buildPrefix(b)
 	m.buildBackend(b)

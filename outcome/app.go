@@ -34,10 +34,11 @@ const (
 	APIPublish    = "publish"
 	APIDisconnect = "disconnect"
 	APISessions   = "sessions"
+	APIPresence   = "presence"
 )
 
 // APIEndpoints returns every API endpoint. The slice is a fresh copy.
-func APIEndpoints() []string { return []string{APIPublish, APIDisconnect, APISessions} }
+func APIEndpoints() []string { return []string{APIPublish, APIDisconnect, APISessions, APIPresence} }
 
 // The inbound budgets a session's reader pauses for, each the label of
 // stompgate_input_pauses_total{budget}.

@@ -123,6 +123,10 @@ type Rule struct {
 	// written history: {keep: 1000, for: 10m}. Nil: no history, and the
 	// destination pays nothing for the feature.
 	History *history.Retention
+	// Presence keeps the members of a matching destination, by
+	// principal, for the /presence destinations and the server API (see
+	// package presence). In a policy file: presence: true.
+	Presence bool
 }
 
 // defaultRuleName is the label of frames no rule matches; no rule may be

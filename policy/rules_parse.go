@@ -11,10 +11,6 @@ import (
 )
 
 // ruleFields are the fields of one item of the destinations list.
-// presence is reserved: a policy that sets it is refused, naming the
-// rule, until the server can keep a destination's members, so a file
-// written for that server never runs on this one with the switch
-// silently off.
 var ruleFields = []string{"name", "pattern", "send", "commands", "client_send", "delivery",
 	"max_subscribers", "principal", "history", "presence"}
 
@@ -55,11 +51,6 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 	if err != nil {
 		return Rule{}, err
 	}
-	for _, reserved := range []string{"presence"} {
-		if v := fs[reserved]; v != nil {
-			return Rule{}, invalidf("line %d: %s%s: not supported yet", v.Line, where, reserved)
-		}
-	}
 	var r Rule
 	if r.Name, err = scalar(fs["name"], where, "name"); err != nil {
 		return Rule{}, err
@@ -80,6 +71,9 @@ func decodeRule(n *yaml.Node, i int) (Rule, error) {
 		return Rule{}, err
 	}
 	if r.History, err = decodeHistory(fs["history"], where); err != nil {
+		return Rule{}, err
+	}
+	if r.Presence, err = flag(fs["presence"], where, "presence"); err != nil {
 		return Rule{}, err
 	}
 	if cn := fs["client_send"]; cn != nil && !isNull(cn) {

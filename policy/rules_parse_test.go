@@ -95,7 +95,7 @@ func TestParseDestinationErrors(t *testing.T) {
 		{"history for", `destinations: [{name: a, pattern: /a, history: {for: 25h}}]`, `destinations[0] "a": history.for: 25h0m0s is outside 0..24h0m0s`},
 		{"history for text", `destinations: [{name: a, pattern: /a, history: {for: soon}}]`, `destinations[0] "a": history.for: "soon" is not a duration`},
 		{"history latest", `destinations: [{name: a, pattern: /a, delivery: latest, history: {}}]`, `destinations[0] "a": history: does not combine with delivery: latest`},
-		{"presence", `destinations: [{name: a, pattern: /a, presence: false}]`, `policy: line 4: destinations[0] "a": presence: not supported yet`},
+		{"presence", `destinations: [{name: a, pattern: /a, presence: {size: 1}}]`, `policy: line 4: destinations[0] "a": presence: "" is not true or false`},
 		{"duplicate name", "destinations:\n  - {name: a, pattern: /a}\n  - {name: a, pattern: /b}", `destinations[1] "a": name: already used by destinations[0]`},
 	}
 	for _, tt := range tests {

@@ -20,6 +20,7 @@ var adapterPackages = []string{
 	module + "jwtauth",
 	module + "metrics",
 	module + "policy",
+	module + "presence/redisstore",
 	module + "principallimit",
 	module + "reconnect",
 	module + "relay",

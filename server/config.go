@@ -281,6 +281,10 @@ type Config struct {
 	// History keeps the histories of the destinations whose options
 	// give one, and answers recoveries. The zero value is off.
 	History History
+	// Presence keeps the members of the destinations that opt in and
+	// serves the presence destinations (see PresenceConfig). The zero
+	// value keeps none.
+	Presence PresenceConfig
 	// RetryRate is the rate, in sessions per second, at which the
 	// clients of the sessions a shutdown or a drain ends are meant to
 	// come back (to the instances left): the retry-after of their ERROR

@@ -23,6 +23,7 @@ var corePackages = []string{
 	module + "server",
 	module + "interceptor",
 	module + "admission",
+	module + "presence",
 }
 
 // allowedDependency reports whether the core may depend on the non-standard

@@ -121,6 +121,7 @@ func (s *session) unsubscribe(id string, sub *broker.Subscription) {
 	s.srv.cfg.Broker.Unsubscribe(sub)
 	endHistory(sub)
 	s.srv.reg.unsubscribed(s, sub.Destination)
+	s.leavePresence(id) // presence membership: presence.go
 	if release := s.slots[id]; release != nil {
 		delete(s.slots, id)
 		release()

@@ -55,6 +55,11 @@
 //     and a cap on a destination's subscribers, over which a SUBSCRIBE
 //     gets ERROR "subscriber limit reached" and, as "ERROR" requires, a
 //     close; Config.SubscriberSlots makes the cap hold across instances.
+//   - Presence (Config.Presence, presence.go): a SUBSCRIBE to a
+//     destination that keeps presence makes its principal a member, with
+//     the presence-info header; a SUBSCRIBE to PresencePrefix +
+//     destination watches the members as JSON MESSAGEs (package
+//     presence). Watches per session and info bytes are bounded.
 //
 // A program publishes with Server.Publish, lists a principal's sessions
 // with Server.SessionsOf and ends sessions with Server.Disconnect.

@@ -296,6 +296,9 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) (end, answere
 		// names the subscription.
 		id = f.Get("destination")
 	}
+	if strings.HasPrefix(f.Get("destination"), PresencePrefix+"/") { // presence watch: presence.go
+		return s.watchPresence(f, id, receipt), false
+	}
 	if _, dup := s.subs[id]; dup {
 		s.protocolError(malformed("duplicate subscription", fmt.Sprintf("subscription id %q is already in use", id)), receipt)
 		return true, false
@@ -326,7 +329,7 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) (end, answere
 		user = dest
 	}
 	if positioned && user == "" && !opts.Latest {
-		return s.subscribeHistory(id, dest, ack, opts, start, receipt), true
+		return s.subscribeHistory(f, id, dest, ack, opts, start, receipt), true
 	}
 	switch {
 	case opts.Latest:
@@ -335,13 +338,19 @@ func (s *session) onSubscribe(f *stompframe.Frame, receipt string) (end, answere
 		to = &userSubscriber{s: s, dest: user}
 	}
 	sub := broker.NewSubscription(id, internal, ack, s.version, to)
-	return s.subscribe(sub, opts, dest, receipt), false
+	if s.subscribe(sub, opts, dest, receipt) {
+		return true, false
+	}
+	return s.joinPresence(f, sub, receipt), false // presence membership: presence.go
 }
 
 func (s *session) onUnsubscribe(f *stompframe.Frame) {
 	id, ok := f.Lookup("id")
 	if !ok {
 		id = f.Get("destination")
+	}
+	if s.unwatchPresence(id) { // presence watch: presence.go
+		return
 	}
 	sub, ok := s.subs[id]
 	if !ok {

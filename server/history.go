@@ -497,7 +497,7 @@ func (h *historySubscriber) stop() {
 // that is not a user one nor latest-value and that names a position
 // (start). It reports whether the session is ending; the RECEIPT, if
 // asked for, is sent here or when the recovery settles, never by handle.
-func (s *session) subscribeHistory(id, dest string, ack broker.AckMode, opts DestinationOptions, start history.Start, receipt string) (end bool) {
+func (s *session) subscribeHistory(f *stompframe.Frame, id, dest string, ack broker.AckMode, opts DestinationOptions, start history.Start, receipt string) (end bool) {
 	h := &historySubscriber{s: s, dest: dest}
 	ret, ok := s.srv.historyOf(dest)
 	h.off, h.ret = !ok, ret
@@ -511,6 +511,9 @@ func (s *session) subscribeHistory(id, dest string, ack broker.AckMode, opts Des
 	sub := broker.NewSubscription(id, dest, ack, s.version, h)
 	h.sub = sub
 	if s.subscribe(sub, opts, dest, receipt) {
+		return true
+	}
+	if s.joinPresence(f, sub, receipt) { // presence membership: presence.go
 		return true
 	}
 	if h.off {

@@ -41,6 +41,7 @@ type session struct {
 	subs       map[string]*broker.Subscription
 	slots      map[string]func() // by subscription id: what gives back its SubscriberSlots place
 	txs        map[string]*transaction
+	presence   *sessionPresence          // memberships and watches (presence.go); nil until the first
 	txBytes    int                       // bytes held by all open transactions
 	control    *sessionlimit.FixedWindow // control-frame budget; nil until the first
 	in         inboundBudget             // frames and bytes per window (inbound.go)
@@ -146,6 +147,7 @@ func (s *session) serve() {
 	for id, sub := range s.subs {
 		s.unsubscribe(id, sub)
 	}
+	s.endPresence() // presence watches: presence.go
 	s.discardTransactions()
 	s.srv.reg.remove(s)
 	s.srv.cfg.Chain.SessionClosed(&s.st)

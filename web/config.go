@@ -22,6 +22,10 @@ type Config struct {
 	// host, told to the page in a <meta> tag. Default DefaultWSPath; a
 	// path without a leading '/' gets one.
 	WSPath string
+	// Presence tells the page that its rooms (/topic/room.<name>) keep
+	// presence, so that it lists who is in the room it joined. False: it
+	// lists no one and never subscribes to /presence.
+	Presence bool
 }
 
 // withDefaults returns a copy of c with every zero field set to its

@@ -86,7 +86,11 @@ func renderIndex(cfg Config, static map[string]*asset) ([]byte, error) {
 		return nil, fmt.Errorf("web: parsing the page: %w", err)
 	}
 	var buf bytes.Buffer
-	if err := t.Execute(&buf, struct{ WSPath string }{cfg.WSPath}); err != nil {
+	data := struct {
+		WSPath   string
+		Presence bool
+	}{cfg.WSPath, cfg.Presence}
+	if err := t.Execute(&buf, data); err != nil {
 		return nil, fmt.Errorf("web: rendering the page: %w", err)
 	}
 	return buf.Bytes(), nil

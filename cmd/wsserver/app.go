@@ -52,6 +52,8 @@ type app struct {
 	// plimit is the per-principal send limit; nil with
 	// -principal-send-limit 0.
 	plimit *principallimit.Limiter
+	// presence keeps room members (presence.go).
+	presence *presenceParts
 	// rules are the policy's destination rules in force, replaced on
 	// SIGHUP (reload).
 	rules *ruleSet
@@ -211,6 +213,10 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	inFrames, inBytes := st.inboundBudget()
+	pres, err := a.newPresence(st, logger)
+	if err != nil {
+		return err
+	}
 	a.stomp, err = server.New(server.Config{
 		Limits: stompframe.Limits{
 			MaxFrameSize:  st.maxFrameSize,
@@ -251,6 +257,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		Destinations:         a.destinationOptions,
 		SubscriberSlots:      a.subscriberSlots(),
 		History:              hist,
+		Presence:             pres,
 		// Clients of the sessions a shutdown ends come back as fast as
 		// this instance admits (zero: no rate, the server's default).
 		RetryRate:     st.admit.cfg.Rate,
@@ -417,7 +424,7 @@ func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Han
 	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.demo {
 		// The demo page, its assets and the session counts it polls.
-		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath}))
+		mux.Handle("/", web.Handler(web.Config{Counts: a.stomp.SessionCounts, WSPath: st.wsPath, Presence: a.demoPresence()}))
 	}
 	return mux, nil
 }
@@ -431,6 +438,7 @@ func (a *app) close() {
 	}
 	a.deps.close()
 	a.closeSessionCaps()
+	a.closePresence()
 	a.closePrincipalLimit()
 	if a.loops != nil {
 		_ = a.loops.Close()

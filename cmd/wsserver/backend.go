@@ -182,6 +182,9 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 	if a.fanout != nil {
 		cfg.Others = a.fanout
 	}
+	if a.presence != nil {
+		cfg.Presence = a.presence.tracker
+	}
 	h, err := api.New(cfg)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,6 +49,10 @@ const browserPolicy = `zones:
       - method: GET
         path: /ws
         upstream: ws
+destinations:
+  - name: rooms
+    pattern: /topic/room.*
+    presence: true
 `
 
 // Flood settings, repeated from e2e/browser/test.mjs and the server's
@@ -59,7 +64,10 @@ const (
 
 // browserResult is the JSON line e2e/browser/test.mjs prints.
 type browserResult struct {
-	Chat struct {
+	// Members is the member list bob's page shows once alice and bob
+	// have joined.
+	Members []string `json:"members"`
+	Chat    struct {
 		From         string `json:"from"`
 		Text         string `json:"text"`
 		InputCleared bool   `json:"inputCleared"`
@@ -186,6 +194,11 @@ func TestBrowserDemoPage(t *testing.T) {
 		t.Errorf("Content-Security-Policy violations: %q", got.CSPViolations)
 	}
 
+	t.Run("members", func(t *testing.T) {
+		if m := got.Members; !slices.Equal(m, []string{"alice", "bob"}) {
+			t.Errorf("bob's page lists %q in the room, want alice and bob", m)
+		}
+	})
 	t.Run("chat", func(t *testing.T) {
 		c := got.Chat
 		if c.From != "alice" || c.Text != browserChatText {

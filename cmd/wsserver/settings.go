@@ -110,6 +110,7 @@ type settings struct {
 
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 	admissionSettings      // the instance admission (admission.go)
+	presenceSettings       // room members (presence.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -190,6 +191,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.historyFlags(fs)
 	s.principalLimitFlags(fs)
 	s.admissionFlags(fs)
+	s.presenceFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs

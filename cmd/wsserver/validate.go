@@ -115,6 +115,9 @@ func (s *settings) validate() error {
 	if err := s.validateHistory(); err != nil {
 		return err
 	}
+	if err := s.validatePresence(); err != nil {
+		return err
+	}
 	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}

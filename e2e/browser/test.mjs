@@ -60,6 +60,7 @@ function fail(err) {
 const watchdog = setTimeout(() => fail(`not done within ${TOTAL_TIMEOUT_MS} ms`), TOTAL_TIMEOUT_MS);
 
 const result = {
+  members: null,
   chat: null,
   garbage: null,
   flood: null,
@@ -298,6 +299,9 @@ async function scenarios(context) {
   await joinRoom(bob, 'bob');
   await waitConnected(alice);
   await waitConnected(bob);
+  // The room keeps presence: bob's page lists both, by the names given.
+  await bob.waitForFunction(() => document.querySelectorAll('#members li').length === 2, null, { timeout: STEP_TIMEOUT_MS });
+  result.members = await bob.locator('#members li').allTextContents();
 
   // The message field has the focus after joining; type and press Enter.
   await alice.locator('#message').focus();

@@ -34,6 +34,9 @@
     passed: $('count-passed'),
     dropped: $('count-dropped'),
     floodIn: $('flood-in'),
+    membersBox: $('members-box'),
+    members: $('members'),
+    membersCount: $('members-count'),
   };
 
   // The WebSocket endpoint is on this page's host, at the path the server
@@ -41,6 +44,9 @@
   const wsPath = document.querySelector('meta[name="stompgate-ws-path"]')?.getAttribute('content') || '/ws';
   const probeURL = new URL(wsPath, location.href);
   const wsURL = new URL(probeURL.href);
+  // The server tells the page whether its rooms keep presence: only then
+  // does it subscribe to /presence (a room without it refuses that).
+  const presenceOn = document.querySelector('meta[name="stompgate-presence"]')?.getAttribute('content') === 'true';
   wsURL.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
 
   // tabID marks this tab's messages (two people may pick the same name).
@@ -58,6 +64,7 @@
   let receiptTimer = 0;
   let receiptSeq = 0;
   let flood = null; // {start, sent} while flooding
+  let presence = null; // {seq, members: Map principal -> info} of the joined room
   let floodTimer = 0;
   let sent = 0; // SEND frames this tab published in this room
   let floodIn = 0; // flood messages from other tabs received here
@@ -205,6 +212,8 @@
     clearTimeout(receiptTimer);
     setReadyControls(false);
     setJoinedControls(false);
+    presence = null;
+    renderMembers();
     ui.roomLabel.textContent = '';
     if (c) {
       void c.deactivate(); // sends DISCONNECT when connected
@@ -249,7 +258,8 @@
     // A server that limits SUBSCRIBE may drop it silently, receipt and
     // all; the page then carries on without the confirmation.
     receiptTimer = setTimeout(done, RECEIPT_WAIT_MS);
-    const headers = { receipt };
+    // presence-info is the name others see in the member list.
+    const headers = { receipt, 'presence-info': joined.name };
     if (resuming) {
       // Resume after the last message seen: the server replays what was
       // missed, or says it cannot (recovered:false).
@@ -257,6 +267,57 @@
       headers['x-stream-epoch'] = resuming.epoch;
     }
     client.subscribe(joined.destination, onMessage, headers);
+    if (presenceOn) {
+      client.subscribe(`/presence${joined.destination}`, onPresence);
+    }
+  }
+
+  // ---- who is in the room ----
+
+  // onPresence applies a presence frame: a snapshot replaces the list, a
+  // delta's events continue it (see go doc ./presence for the JSON).
+  function onPresence(msg) {
+    let f;
+    try {
+      f = JSON.parse(msg.body);
+    } catch {
+      return;
+    }
+    if (f.type === 'snapshot') {
+      presence = { seq: f.seq, count: f.count, members: new Map() };
+      for (const m of f.members || []) {
+        presence.members.set(m.principal, m.info || m.principal);
+      }
+    } else if (f.type === 'delta' && presence) {
+      for (const e of f.events || []) {
+        if (e.seq !== presence.seq + 1) {
+          continue; // not the next one: the server sends a snapshot after a gap
+        }
+        presence.seq = e.seq;
+        if (e.op === 'join') {
+          presence.members.set(e.principal, e.info || e.principal);
+          presence.count++;
+        } else if (presence.members.delete(e.principal) || presence.count > presence.members.size) {
+          presence.count--;
+        }
+      }
+    }
+    renderMembers();
+  }
+
+  function renderMembers() {
+    ui.membersBox.hidden = !presence;
+    if (!presence) {
+      ui.members.replaceChildren();
+      return;
+    }
+    const names = [...presence.members.values()].sort((a, b) => a.localeCompare(b));
+    ui.members.replaceChildren(...names.map((n) => {
+      const li = document.createElement('li');
+      li.textContent = n;
+      return li;
+    }));
+    ui.membersCount.textContent = `(${presence.count})`;
   }
 
   function onReady() {
@@ -288,6 +349,8 @@
     stopFlood();
     stopPolling();
     setReadyControls(false);
+    presence = null;
+    renderMembers();
     if (wasConnected) {
       addSystem('Connection lost.');
       setStatus('connecting', 'connection lost');
