@@ -10,7 +10,7 @@ import (
 	"github.com/stompgate/stompgate/interceptor"
 )
 
-// gameRules are the rules of a chat and a game, the README's example.
+// gameRules are the rules of a chat and a game, docs/policy.md's example.
 var gameRules = []Rule{
 	{Name: "chat", Pattern: "/topic/chat.*", Send: Limit{5, time.Second}},
 	{Name: "game_input", Pattern: "/topic/game.*.input", Send: Limit{30, time.Second}},
