@@ -76,7 +76,7 @@ type Publisher struct {
 	// NewPublisher makes) that successive messages cycle through
 	// instead of 'x's; see Paddings.
 	Pads [][]byte
-	Sent   int64 // owned by the run goroutine; read after it ends
+	Sent int64 // owned by the run goroutine; read after it ends
 }
 
 // NewPublisher returns a publisher of size-byte bodies (at least a
