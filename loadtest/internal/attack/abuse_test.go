@@ -112,7 +112,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	// attack: at 1.5 s an attack, more often than -reconnect-limit allows
 	// in a minute. TestReconnectLoopAttack runs reconnect-loop against
 	// the limit.
-	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0")
+	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0", "-compression")
 	cfg := shortAbuse(url, pid)
 	rep, ar := runShort(t, &cfg)
 	if ar == nil || rep.Interrupted {
@@ -275,6 +275,12 @@ func TestAbuseJudge(t *testing.T) {
 		return attackResult{Name: attackReconnectLoop, Attacker: attackerReport{Figures: map[string]float64{
 			figLoopAddrCompleted: addr, figLoopPrincipalCompleted: principal, figLoopControl: b2f(control), figLoopSeconds: 70}}}
 	}
+	// bomb sent bombs, refused of them with 1009, the server's RSS
+	// growing by growth.
+	bomb := func(sent, refused float64, growth int64) attackResult {
+		return attackResult{Name: attackDeflateBomb, Server: serverUsage{Source: "proc", RSSBefore: 20 * mb, RSSPeak: 20*mb + growth},
+			Attacker: attackerReport{Figures: map[string]float64{figBombsSent: sent, figBombs1009: refused, figBombWireBytes: 50_000, figBombInflated: 51e6}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -288,8 +294,8 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3}},
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
 			flood(1.1), churn(true, "too many token checks"), pflood(11 * 66),
-			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}}, loop(30, 30, true),
-		}, map[string]string{"reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}}, loop(30, 30, true), bomb(50, 50, 2*mb),
+		}, map[string]string{"deflate-bomb": "pass", "reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent-hb": "pass", "user-forge": "pass",
 			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass", "principal-flood": "pass"}},
 		{"over the bounds", 5, []attackResult{
@@ -298,8 +304,8 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackUTF8, Honest: honestReport{Subscribers: 3, Disconnected: 3}},
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
 			flood(1.3), churn(false, "too many token checks"), pflood(11*66 + 1),
-			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}}, loop(10, 31, true),
-		}, map[string]string{"reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
+			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}}, loop(10, 31, true), bomb(50, 49, 2*mb),
+		}, map[string]string{"deflate-bomb": "fail", "reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent-hb": "fail", "user-forge": "fail",
 			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail", "principal-flood": "fail"}},
 		{"could not run", 5, []attackResult{
@@ -309,6 +315,8 @@ func TestAbuseJudge(t *testing.T) {
 			{Name: attackRelayInject, Error: "needs -redis-url"}, {Name: attackPrincipalFlood, Error: "principal-flood needs -jwt-secret"}, {Name: attackReconnectLoop, Error: "refused"},
 		}, nil},
 		{"reconnect loop seen from one address", 5, []attackResult{loop(10, 10, false)}, nil},
+		{"bombs refused but RSS grew by one", 5, []attackResult{bomb(50, 50, 51*mb)}, map[string]string{"deflate-bomb": "fail"}},
+		{"no compression negotiated", 5, []attackResult{{Name: attackDeflateBomb, Attacker: attackerReport{Figures: map[string]float64{figBombNoOffer: 1}}}}, nil},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},
