@@ -40,10 +40,11 @@ type Compression struct {
 	MinSize int
 	// ContextTakeover keeps a compressor per session for its whole
 	// output, each message compressed with the ones before it as its
-	// dictionary: several times fewer bytes on short, similar messages,
-	// for a compressor of about 1 MiB held by every session that
-	// negotiated it, idle or not, and one compression per delivery
-	// instead of one per broadcast. Default false.
+	// dictionary: 2.4 to 2.5 times fewer bytes on 400-byte chat messages
+	// instead of 1.5 (BENCHMARKS.md), for a compressor held by every
+	// session that negotiated it from its first compressed message on,
+	// idle or not (1.15 MiB of heap at level 1), and one compression per
+	// delivery instead of one per broadcast. Default false.
 	ContextTakeover bool
 }
 
