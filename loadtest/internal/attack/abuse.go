@@ -243,7 +243,7 @@ func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.loopInterval, "loop-interval", defaultLoopInterval, "reconnect-loop: pause between one loop's reconnects (with -jwt-secret a second loop connects as one principal from a new address each time)")
 	fs.IntVar(&c.reconnectLimit, "reconnect-limit", defaultReconnectLimit, "the server's -reconnect-limit, what reconnect-loop is judged against (0: not judged)")
 	fs.DurationVar(&c.reconnectWindow, "reconnect-window", defaultReconnectWindow, "the server's -reconnect-window, for the reconnect-loop target")
-	fs.IntVar(&c.bombs, "bombs", defaultBombs, "deflate-bomb: compressed messages of 50 KB inflating to about 50 MB, each from a session of its own (the server started with -compression)")
+	fs.IntVar(&c.bombs, "bombs", defaultBombs, "deflate-bomb: compressed messages of about 54 KB inflating to 56 MB, each from a session of its own (the server started with -compression)")
 	return fs
 }
 

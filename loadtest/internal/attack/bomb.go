@@ -20,10 +20,11 @@ import (
 
 // Deflate-bomb sizes, each with its reason.
 const (
-	// bombWireBytes is the compressed size of one bomb: 50 KB, as first
-	// seen against a STOMP-over-WebSocket broker, which inflated it to
-	// gigabytes. Zeros at deflate's best ratio (about 1,030:1) make it
-	// about 50 MB inflated.
+	// bombWireBytes is the least compressed size of one bomb: 50 KB, as
+	// first seen against a STOMP-over-WebSocket broker, which inflated
+	// it to gigabytes. Zeros at deflate's best ratio (about 1,030:1),
+	// written a MiB at a time until the output reaches it, make 54 KB
+	// that inflate to 56 MB.
 	bombWireBytes = 50_000
 	// defaultBombs is how many bombs the attack sends, one session
 	// after another: enough that a bound that leaked a little per bomb
@@ -42,7 +43,7 @@ const (
 
 // deflateBombAttack: sessions that negotiate permessage-deflate, each
 // sending one compressed message of bombWireBytes that inflates to about
-// 50 MB. The server must inflate at most its frame limit of it and close
+// 56 MB. The server must inflate at most its frame limit of it and close
 // the session with 1009, its memory unmoved.
 type deflateBombAttack struct {
 	env      *attackEnv
