@@ -96,6 +96,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		principalSessions: defaultPrincipalSessions, principalLimit: defaultPrincipalLimit,
 		injectSize: 1 << 20, injectRate: 20,
 		loopInterval: defaultLoopInterval, reconnectLimit: defaultReconnectLimit, reconnectWindow: defaultReconnectWindow,
+		bombs: 10,
 	}
 	c.PID = pid
 	if u, err := neturl.Parse(url); err == nil {
