@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/stompframe"
@@ -32,6 +34,13 @@ type Message struct {
 	// hbuf holds the headers of a message that has few of them, so that
 	// building it does not allocate a slice for them.
 	hbuf [4]stompframe.Header
+
+	// zmu serializes the compression of a tail (see deflated); ztail
+	// holds the compressed tail per version, indexed by versionIndex,
+	// nil until a connection that shares compressed encodings asks for
+	// it. Written once under zmu, read without it.
+	zmu   sync.Mutex
+	ztail [3]atomic.Pointer[[]byte]
 }
 
 // reserved are SEND headers the server sets itself or that describe the
@@ -218,14 +227,20 @@ func (m *Message) Size(sub *Subscription) int {
 // headers of its id and destination.
 const messageOverhead = 256
 
-// MemSize is an estimate of the memory m holds: its shared encodings plus
-// a fixed overhead for the struct. A session's bound on the SENDs its
-// open transactions hold is in these bytes (its outbound queue counts
-// Size, the bytes each frame takes on the wire).
+// MemSize is an estimate of the memory m holds: its shared encodings,
+// compressed ones included, plus a fixed overhead for the struct. A
+// session's bound on the SENDs its open transactions hold is in these
+// bytes. Its outbound queue counts Size, the uncompressed bytes of each
+// frame: a compressed tail is made only once a message is queued, is
+// shared like the tail, and is at most a few bytes longer than it, so a
+// queued message holds at most about twice what it is counted for.
 func (m *Message) MemSize() int {
 	n := messageOverhead + len(m.ID) + len(m.Destination)
-	for _, t := range m.tail {
+	for i, t := range m.tail {
 		n += cap(t)
+		if z := m.ztail[i].Load(); z != nil {
+			n += cap(*z)
+		}
 	}
 	return n
 }

@@ -69,7 +69,7 @@ func TestBoundedCardinality(t *testing.T) {
 	m, reg := newTestMetrics(t, Config{DestinationPrefixes: prefixes})
 
 	// The series New creates: one per label value of every metric.
-	want := 1 + 1 + len(outcome.Closes()) + 1 + 1 + 1 + 1 + // sessions active, opened, closed (+ other), panics, reader pauses, heart-beats capped
+	want := 1 + 1 + 1 + len(outcome.Closes()) + 1 + 1 + 1 + 1 + // sessions active, opened, compressed, closed (+ other), panics, reader pauses, heart-beats capped
 		len(outcome.Handshakes()) + 1 + len(storeLabels) + len(storeLabels) + 1 + // handshakes, decision, store errors, fallback
 		len(localLabels) + // decisions made without Redis
 		numConfirmResults + numConfirmResults + 1 + // handshake and session cap confirmations, session cap local decisions

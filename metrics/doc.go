@@ -49,6 +49,8 @@
 //
 //   - stompgate_sessions_active (gauge): sessions open now.
 //   - stompgate_sessions_opened_total: sessions opened.
+//   - stompgate_sessions_compressed_total: sessions opened that
+//     negotiated permessage-deflate (-compression).
 //   - stompgate_sessions_closed_total{reason}: sessions closed, by reason
 //     (normal, protocol_error, slow_consumer, heartbeat_timeout,
 //     connect_timeout, rate_limit_abuse, auth_failed, shutdown, panic,

@@ -98,6 +98,8 @@ type Metrics struct {
 	panics           prometheus.Counter
 	readerPauses     prometheus.Counter
 	heartBeatsCapped prometheus.Counter
+	// sessionsCompressed counts sessions that negotiated compression.
+	sessionsCompressed prometheus.Counter
 
 	relay   relayMetrics
 	caps    capMetrics

@@ -23,6 +23,8 @@ func (m *Metrics) buildSessions(b *builder) {
 		"Panics recovered at the session boundary; each one closed its session.")
 	m.readerPauses = b.counter("stompgate_reader_pauses_total",
 		"Times a session stopped reading because its own replies (RECEIPTs) filled its outbound bounds; it resumes when the client reads.")
+	m.sessionsCompressed = b.counter("stompgate_sessions_compressed_total",
+		"STOMP sessions opened since start that negotiated permessage-deflate (-compression); against stompgate_sessions_opened_total, the share of clients that get compressed frames.")
 	m.heartBeatsCapped = b.counter("stompgate_heartbeat_offers_capped_total",
 		"CONNECTs whose heart-beat offer had a part above the server's bound (-max-heart-beat), treated as none: such sessions are checked with WebSocket pings.")
 }
@@ -34,6 +36,15 @@ func (m *Metrics) HeartBeatCapped() {
 		return
 	}
 	m.heartBeatsCapped.Inc()
+}
+
+// SessionCompressed counts a session that negotiated permessage-deflate
+// (stompgate_sessions_compressed_total).
+func (m *Metrics) SessionCompressed() {
+	if m == nil {
+		return
+	}
+	m.sessionsCompressed.Inc()
 }
 
 // ReaderPaused counts a session that stopped reading until its client

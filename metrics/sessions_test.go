@@ -16,6 +16,7 @@ func TestSessions(t *testing.T) {
 	m.SessionClosed(outcome.CloseSlowConsumer)
 	m.SessionClosed(nil)
 	m.Panic()
+	m.SessionCompressed()
 
 	tests := []struct {
 		name   string
@@ -25,6 +26,7 @@ func TestSessions(t *testing.T) {
 	}{
 		{"active", "stompgate_sessions_active", nil, 2},
 		{"opened", "stompgate_sessions_opened_total", nil, 5},
+		{"compressed", "stompgate_sessions_compressed_total", nil, 1},
 		{"closed normal", "stompgate_sessions_closed_total", []string{"reason", "normal"}, 1},
 		{"closed slow_consumer", "stompgate_sessions_closed_total", []string{"reason", "slow_consumer"}, 1},
 		{"closed out of range", "stompgate_sessions_closed_total", []string{"reason", "other"}, 1},

@@ -294,6 +294,10 @@ type Config struct {
 	// RetryAfterMax bounds that window and every retry-after the server
 	// announces. Zero means DefaultRetryAfterMax; negative is an error.
 	RetryAfterMax time.Duration
+
+	// Compression configures permessage-deflate. The zero value
+	// negotiates none (see Compression).
+	Compression Compression
 }
 
 // Relay carries messages that passed the chain to other instances. The
@@ -324,6 +328,9 @@ type Observer interface {
 	// HeartBeatCapped reports a CONNECT whose heart-beat offer had a
 	// part above Config.MaxHeartBeat, treated as none.
 	HeartBeatCapped()
+	// SessionCompressed reports a session, also reported to
+	// SessionOpened, that negotiated permessage-deflate.
+	SessionCompressed()
 }
 
 type nopObserver struct{}
@@ -337,6 +344,7 @@ func (nopObserver) ProtocolErrorClose(string)    {}
 func (nopObserver) Panic()                       {}
 func (nopObserver) ReaderPaused()                {}
 func (nopObserver) HeartBeatCapped()             {}
+func (nopObserver) SessionCompressed()           {}
 
 // withDefaults returns a validated copy of c with defaults filled in.
 func (c Config) withDefaults() (Config, error) {
@@ -412,6 +420,11 @@ func (c Config) withDefaults() (Config, error) {
 	if err := c.retryDefaults(); err != nil {
 		return c, err
 	}
+	z, err := c.Compression.withDefaults()
+	if err != nil {
+		return c, err
+	}
+	c.Compression = z
 	if c.Chain == nil {
 		c.Chain = interceptor.NewChain(nil)
 	}

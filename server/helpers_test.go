@@ -64,15 +64,16 @@ func dialRaw(t *testing.T, url string, protos ...string) *rawClient {
 
 // countingObserver records the server's events for assertions.
 type countingObserver struct {
-	mu        sync.Mutex
-	opened    int
-	closed    map[string]int
-	delivered int
-	slow      int
-	protocol  map[string]int
-	panics    int
-	paused    int
-	hbCapped  int
+	mu         sync.Mutex
+	opened     int
+	closed     map[string]int
+	delivered  int
+	slow       int
+	protocol   map[string]int
+	panics     int
+	paused     int
+	hbCapped   int
+	compressed int
 	// replaced and capRefused count DestinationObserver's events by rule.
 	replaced   map[string]int
 	capRefused map[string]int
@@ -116,9 +117,21 @@ func (o *countingObserver) ProtocolErrorClose(k string) {
 func (o *countingObserver) Panic()           { o.mu.Lock(); o.panics++; o.mu.Unlock() }
 func (o *countingObserver) ReaderPaused()    { o.mu.Lock(); o.paused++; o.mu.Unlock() }
 func (o *countingObserver) HeartBeatCapped() { o.mu.Lock(); o.hbCapped++; o.mu.Unlock() }
+func (o *countingObserver) SessionCompressed() {
+	o.mu.Lock()
+	o.compressed++
+	o.mu.Unlock()
+}
 
 func (o *countingObserver) closedCount(reason *outcome.Close) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.closed[reason.String()]
+}
+
+// compressedCount returns how many sessions negotiated compression.
+func (o *countingObserver) compressedCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.compressed
 }

@@ -154,9 +154,17 @@ func (s *session) Flush() {
 			break
 		}
 
-		buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
-		*bp = buf[:0]
-		sent, err := s.conn.TryWriteReserved(messageType(binary), buf)
+		var sent bool
+		var err error
+		if s.deflatedBatch(items) {
+			buf, binary := s.appendDeflatedItems((*bp)[:wsconn.MaxHeaderLen], items)
+			*bp = buf[:0]
+			sent, err = s.conn.TryWriteDeflatedReserved(messageType(binary), buf)
+		} else {
+			buf, binary := appendItems((*bp)[:wsconn.MaxHeaderLen], items)
+			*bp = buf[:0]
+			sent, err = s.conn.TryWriteReserved(messageType(binary), buf)
+		}
 		if err != nil {
 			// Nothing went out: the frames go back in front, for the
 			// writer goroutine.
@@ -267,13 +275,14 @@ func (s *session) writeLoop() {
 		const room = wsconn.MaxHeaderLen
 		buf := (*bp)[:room]
 		binary := false
+		z := s.deflatedBatch(items)
 		for i := range items {
 			it := &items[i]
 			if failed {
 				continue
 			}
 			if it.close {
-				if len(buf) > room && !s.write(buf, binary) {
+				if len(buf) > room && !s.write(buf, binary, z) {
 					failed = true
 					continue
 				}
@@ -287,23 +296,27 @@ func (s *session) writeLoop() {
 			// Send what is packed first if this frame would overflow the
 			// batch buffer, so the pooled buffer does not grow.
 			if it.msg != nil && len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
-				if !s.write(buf, binary) {
+				if !s.write(buf, binary, z) {
 					failed = true
 					continue
 				}
 				buf, binary = buf[:room], false
 			}
 			var b bool
-			buf, b = appendItem(buf, it)
+			if z {
+				buf, b = s.appendDeflatedItem(buf, it, len(buf) > room)
+			} else {
+				buf, b = appendItem(buf, it)
+			}
 			binary = binary || b
 			if len(buf)-room >= writeBatchSize {
-				if !s.write(buf, binary) {
+				if !s.write(buf, binary, z) {
 					failed = true
 				}
 				buf, binary = buf[:room], false
 			}
 		}
-		if !failed && len(buf) > room && !s.write(buf, binary) {
+		if !failed && len(buf) > room && !s.write(buf, binary, z) {
 			failed = true
 		}
 		if cap(buf) <= 4*writeBatchSize {
@@ -316,10 +329,17 @@ func (s *session) writeLoop() {
 }
 
 // write sends buf, less the header room at its front, as one WebSocket
-// message and reports whether it succeeded. The connection bounds the
-// write by Config.WriteTimeout.
-func (s *session) write(buf []byte, binary bool) bool {
-	if err := s.conn.WriteReserved(messageType(binary), buf); err != nil {
+// message and reports whether it succeeded; deflated says buf holds
+// appendDeflatedItem's encoding. The connection bounds the write by
+// Config.WriteTimeout.
+func (s *session) write(buf []byte, binary, deflated bool) bool {
+	var err error
+	if deflated {
+		err = s.conn.WriteDeflatedReserved(messageType(binary), buf)
+	} else {
+		err = s.conn.WriteReserved(messageType(binary), buf)
+	}
+	if err != nil {
 		_ = s.conn.CloseNow()
 		return false
 	}

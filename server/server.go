@@ -128,6 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	conn, err := wsconn.Accept(w, r, &wsconn.AcceptOptions{
 		Subprotocols:   s.subprotocols,
 		OriginPatterns: s.cfg.OriginPatterns,
+		Compression:    s.cfg.Compression.acceptOptions(),
 	})
 	if err != nil {
 		// Accept has written the HTTP error response.
@@ -162,6 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.reg.add(sess)
 	s.cfg.Observer.SessionOpened()
+	if conn.Compressed() {
+		s.cfg.Observer.SessionCompressed()
+	}
 	// Shutdown marks the server before it walks the registry, so a
 	// session either is in the registry when the walk happens or sees the
 	// mark here.

@@ -26,6 +26,14 @@ type tcpSession struct {
 
 func dialTCP(t *testing.T, wsURL string) *tcpSession {
 	t.Helper()
+	s, _ := dialTCPWith(t, wsURL, "")
+	return s
+}
+
+// dialTCPWith is dialTCP with extra request header lines (each ending
+// in CRLF); it returns the 101 response too.
+func dialTCPWith(t *testing.T, wsURL, extra string) (*tcpSession, *http.Response) {
+	t.Helper()
 	u, err := url.Parse(wsURL)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +45,7 @@ func dialTCP(t *testing.T, wsURL string) *tcpSession {
 	t.Cleanup(func() { _ = nc.Close() })
 	_ = nc.SetDeadline(time.Now().Add(20 * time.Second))
 	req := "GET " + u.Path + " HTTP/1.1\r\nHost: " + u.Host + "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n" +
-		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v12.stomp\r\n\r\n"
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: v12.stomp\r\n" + extra + "\r\n"
 	if _, err := io.WriteString(nc, req); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +57,7 @@ func dialTCP(t *testing.T, wsURL string) *tcpSession {
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %s, want 101", resp.Status)
 	}
-	return s
+	return s, resp
 }
 
 // maskedFrame is a client frame: b0 is FIN, the reserved bits and the opcode.
@@ -73,6 +81,14 @@ func maskedFrame(b0 byte, p []byte) []byte {
 // next reads one server frame: its opcode and payload.
 func (s *tcpSession) next() (byte, []byte) {
 	s.t.Helper()
+	b0, p := s.nextFrame()
+	return b0 & 0x0f, p
+}
+
+// nextFrame reads one server frame: its first byte (FIN, the reserved
+// bits, the opcode) and payload.
+func (s *tcpSession) nextFrame() (byte, []byte) {
+	s.t.Helper()
 	var h [2]byte
 	if _, err := io.ReadFull(s.br, h[:]); err != nil {
 		s.t.Fatalf("reading a frame header: %v", err)
@@ -95,7 +111,7 @@ func (s *tcpSession) next() (byte, []byte) {
 	if _, err := io.ReadFull(s.br, p); err != nil {
 		s.t.Fatalf("reading a %d-byte payload: %v", n, err)
 	}
-	return h[0] & 0x0f, p
+	return h[0], p
 }
 
 // TestWebSocketViolationCloses sends frames that break RFC 6455 and

@@ -243,6 +243,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		InboundWindow:        st.inboundWindow,
 		WriteTimeout:         st.writeTimeout,
 		OriginPatterns:       splitList(st.allowedOrigins),
+		Compression:          st.serverCompression(),
 		Chain:                chain,
 		Broker:               b,
 		Relay:                srvRelay,

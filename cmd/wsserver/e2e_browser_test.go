@@ -161,7 +161,10 @@ func TestBrowserDemoPage(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte(browserPolicy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, _ := startApp(t, "-policy", policyFile, "-send-limit", strconv.Itoa(browserSendLimit), "-send-window", "1s")
+	// Compression on: Chromium offers permessage-deflate, so every page
+	// below runs compressed, its frames inflated and checked by the
+	// server (TestBrowserThroughNginxOnAnyPort covers pages uncompressed).
+	base, _ := startApp(t, "-policy", policyFile, "-send-limit", strconv.Itoa(browserSendLimit), "-send-window", "1s", "-compression")
 
 	outDir := browserOutDir(t)
 	t.Logf("screenshots in %s", outDir)
@@ -209,6 +212,14 @@ func TestBrowserDemoPage(t *testing.T) {
 		}
 		if !c.OwnEcho {
 			t.Error("alice's page does not show her own message once, marked as hers")
+		}
+	})
+
+	t.Run("compression", func(t *testing.T) {
+		m := scrape(t, base)
+		opened, compressed := m["stompgate_sessions_opened_total"], m["stompgate_sessions_compressed_total"]
+		if compressed < 2 || compressed > opened {
+			t.Errorf("sessions that negotiated permessage-deflate: %v of %v opened, want alice's and bob's at least", compressed, opened)
 		}
 	})
 

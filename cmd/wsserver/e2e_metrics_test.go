@@ -131,6 +131,9 @@ func TestSettingErrors(t *testing.T) {
 		{"unknown algorithm in env", nil, map[string]string{"WSSERVER_SEND_LIMIT_ALGORITHM": "nope"}, "send-limit-algorithm"},
 		{"zero heart-beat tolerance", []string{"-heart-beat-tolerance", "0s"}, nil, "-heart-beat-tolerance"},
 		{"zero heart-beat bound", []string{"-max-heart-beat", "0s"}, nil, "-max-heart-beat"},
+		{"compression level above 9", []string{"-compression-level", "10"}, nil, "-compression-level"},
+		{"compression level 0 in env", nil, map[string]string{"WSSERVER_COMPRESSION_LEVEL": "0"}, "compression-level"},
+		{"negative compression minimum size", []string{"-compression-min-size", "-1"}, nil, "-compression-min-size"},
 		{"heart-beat bound below the server's", []string{"-max-heart-beat", "5s", "-heart-beat-receive", "10s"}, nil, "-max-heart-beat"},
 		{"negative heart-beat send", []string{"-heart-beat-send", "-1s"}, nil, "-heart-beat-send"},
 		{"negative heart-beat receive in env", nil, map[string]string{"WSSERVER_HEART_BEAT_RECEIVE": "-5s"}, "heart-beat-receive"},
@@ -272,6 +275,7 @@ var operatorSettings = []string{
 	"admin-addr", "pprof", "demo", "adaptive-procs",
 	"jwt-public-key", "jwt-jwks-url", "jwt-jwks-refresh",
 	"max-heart-beat",
+	"compression", "compression-level", "compression-min-size", "compression-context-takeover",
 }
 
 // TestHelpListsEnv checks that -h prints every setting with its

@@ -30,6 +30,7 @@ func (o observer) ProtocolErrorClose(kind string) { o.m.ProtocolErrorClose(kind)
 func (o observer) Panic()                         { o.m.Panic() }
 func (o observer) ReaderPaused()                  { o.m.ReaderPaused() }
 func (o observer) HeartBeatCapped()               { o.m.HeartBeatCapped() }
+func (o observer) SessionCompressed()             { o.m.SessionCompressed() }
 func (o observer) FrameReceived(cmd string)       { o.m.FrameReceived(cmd) }
 func (o observer) FramePassed(cmd string)         { o.m.FramePassed(cmd) }
 

@@ -55,8 +55,13 @@ type settings struct {
 	controlWindow    time.Duration
 	writeTimeout     time.Duration
 	allowedOrigins   string
-	tlsCert          string
-	tlsKey           string
+
+	compression         bool
+	compressionLevel    int
+	compressionMinSize  int
+	compressionTakeover bool
+	tlsCert             string
+	tlsKey              string
 
 	sendLimit       int
 	sendWindow      time.Duration
@@ -148,6 +153,10 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.IntVar(&s.controlLimit, "control-limit", server.DefaultControlLimit, "control frames (SUBSCRIBE, UNSUBSCRIBE, BEGIN, COMMIT, ABORT, frames with a receipt) per session per -control-window; one more closes the session")
 	fs.DurationVar(&s.controlWindow, "control-window", server.DefaultControlWindow, "window of -control-limit")
 	fs.DurationVar(&s.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "bound on one WebSocket write")
+	fs.BoolVar(&s.compression, "compression", false, "negotiate permessage-deflate with clients that offer it (browsers do): each broadcast compressed once and shared, no compressor held by an idle session; false: no extension")
+	fs.IntVar(&s.compressionLevel, "compression-level", server.DefaultCompressionLevel, "with -compression: compress/flate level, 1 (fastest) to 9 (smallest)")
+	fs.IntVar(&s.compressionMinSize, "compression-min-size", server.DefaultCompressionMinSize, "with -compression: WebSocket messages shorter than this many bytes go out uncompressed (0: compress all)")
+	fs.BoolVar(&s.compressionTakeover, "compression-context-takeover", false, "with -compression: keep a compressor per session across messages (2.4-2.5 times fewer bytes on 400-byte chat instead of 1.5, for a 1.15 MiB compressor held by every compressing session and a compression per delivery instead of per broadcast)")
 	fs.StringVar(&s.tlsCert, "tls-cert", "", "PEM certificate chain: serve HTTPS and wss:// on -addr (with -tls-key), reloaded when the files change; empty: plain HTTP, e.g. behind nginx")
 	fs.StringVar(&s.tlsKey, "tls-key", "", "PEM private key of -tls-cert")
 	fs.StringVar(&s.allowedOrigins, "allowed-origins", "", "comma-separated host patterns of cross-origin pages allowed to connect (e.g. \"*.example.com\"); empty: same origin only")
@@ -278,4 +287,20 @@ func splitList(v string) []string {
 		}
 	}
 	return out
+}
+
+// serverCompression maps the compression settings to the server's: a
+// -compression-min-size of 0 compresses every message, which the server
+// spells as a negative MinSize (its zero means the default).
+func (s *settings) serverCompression() server.Compression {
+	minSize := s.compressionMinSize
+	if minSize == 0 {
+		minSize = -1
+	}
+	return server.Compression{
+		Enabled:         s.compression,
+		Level:           s.compressionLevel,
+		MinSize:         minSize,
+		ContextTakeover: s.compressionTakeover,
+	}
 }

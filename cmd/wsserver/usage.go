@@ -34,13 +34,14 @@ var flagSections = []flagSection{
 	{"Admission: how many sessions this instance takes, how fast, and in how much memory", []string{
 		"max-sessions", "admit-rate", "admit-burst", "memory-limit", "memory-admit-threshold", "retry-after-max",
 	}},
-	{"Sessions: frames, heart-beats, queues, transactions and presence", []string{
+	{"Sessions: frames, heart-beats, queues, transactions, presence and compression", []string{
 		"max-frame-size", "max-headers", "max-header-line", "max-subscriptions", "connect-timeout",
 		"heart-beat-send", "heart-beat-receive", "heart-beat-tolerance", "max-heart-beat",
 		"ping-interval", "ping-timeout",
 		"outbound-queue", "outbound-bytes", "outbound-total-bytes", "socket-send-buffer", "write-timeout",
 		"max-transactions", "max-transaction-frames", "max-transaction-bytes",
 		"presence-grace", "presence-batch", "presence-max-members", "presence-max-watches", "presence-max-info", "presence-timeout",
+		"compression", "compression-level", "compression-min-size", "compression-context-takeover",
 	}},
 	{"Redis: the state instances share and the relay between them", []string{
 		"redis-url", "redis-timeout", "redis-queue-wait", "redis-timeouts-to-fail", "redis-confirm-timeout",

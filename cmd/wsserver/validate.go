@@ -82,6 +82,12 @@ func (s *settings) validate() error {
 			return badSetting(c.name, c.v, "must not be negative")
 		}
 	}
+	if s.compressionLevel < 1 || s.compressionLevel > 9 {
+		return badSetting("compression-level", s.compressionLevel, "must be between 1 and 9")
+	}
+	if s.compressionMinSize < 0 {
+		return badSetting("compression-min-size", s.compressionMinSize, "must not be negative")
+	}
 	if hb := max(s.heartBeatSend, s.heartBeatRecv); s.maxHeartBeat < hb {
 		return badSetting("max-heart-beat", s.maxHeartBeat, fmt.Sprintf("is below the server's own heart-beat (%v): a client offering it would count as offering none", hb))
 	}

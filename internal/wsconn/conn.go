@@ -177,6 +177,10 @@ type Conn struct {
 // Subprotocol returns the subprotocol chosen during the handshake, or "".
 func (c *Conn) Subprotocol() string { return c.subprotocol }
 
+// Compressed reports whether permessage-deflate was negotiated, with or
+// without context takeover.
+func (c *Conn) Compressed() bool { return c.z != nil }
+
 // SetReadLimit sets the largest message ReadMessage returns; a larger one
 // is ErrMessageTooBig. The default is 32 KiB.
 func (c *Conn) SetReadLimit(n int) { c.limit = n }

@@ -240,3 +240,10 @@ func inflate(out *[]byte, p []byte, limit int) error {
 		}
 	}
 }
+
+// AppendSyncFlush appends to dst, which ends with AppendDeflated's
+// output, the four bytes of the sync flush that AppendDeflated leaves
+// off (RFC 7692 section 7.2.1), so that further AppendStored or
+// AppendDeflated output continues the same message: several frames,
+// each compressed on its own or shared, sent as one message.
+func AppendSyncFlush(dst []byte) []byte { return append(dst, deflateTail[:]...) }

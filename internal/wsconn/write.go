@@ -172,6 +172,17 @@ func (c *Conn) tryWriteReserved(op byte, buf []byte, fill func() []byte) (bool, 
 	}
 	sent, err := c.writeNow(b)
 	switch {
+	case err != nil && fill != nil:
+		// The message is in the connection's compressor window: it
+		// must go out as compressed, after what went before and ahead
+		// of what follows, or every later message would inflate
+		// against another window. A write that failed before its first
+		// byte (a write deadline left over from an earlier write has
+		// passed, and the descriptor refuses to start) is kept whole,
+		// for the Flush the caller has run soon, which waits under a
+		// fresh deadline or fails and ends the connection.
+		c.rest = append([]byte(nil), b[sent:]...)
+		return false, nil
 	case err != nil && sent > 0:
 		// The stream is cut inside a frame: nothing more can follow.
 		c.closeSent.Store(true)

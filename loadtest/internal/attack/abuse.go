@@ -74,6 +74,7 @@ type abuseConfig struct {
 	loopInterval      time.Duration
 	reconnectLimit    int           // the server's -reconnect-limit, for the reconnect-loop target
 	reconnectWindow   time.Duration // and its -reconnect-window
+	bombs             int           // deflate-bomb: bombs sent, one session each
 }
 
 // The attacks, in the order they run.
@@ -97,6 +98,7 @@ const (
 	attackRelayInject     = "relay-inject"
 	attackPrincipalFlood  = "principal-flood"
 	attackReconnectLoop   = "reconnect-loop"
+	attackDeflateBomb     = "deflate-bomb"
 )
 
 var allAttacks = []string{
@@ -119,6 +121,7 @@ var allAttacks = []string{
 	attackPrincipalFlood,
 	attackRelayInject,
 	attackReconnectLoop,
+	attackDeflateBomb,
 }
 
 // Abuse defaults, each with its reason.
@@ -247,6 +250,7 @@ func (c *abuseConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.loopInterval, "loop-interval", defaultLoopInterval, "reconnect-loop: pause between one loop's reconnects (with -jwt-secret a second loop connects as one principal from a new address each time)")
 	fs.IntVar(&c.reconnectLimit, "reconnect-limit", defaultReconnectLimit, "the server's -reconnect-limit, what reconnect-loop is judged against (0: not judged)")
 	fs.DurationVar(&c.reconnectWindow, "reconnect-window", defaultReconnectWindow, "the server's -reconnect-window, for the reconnect-loop target")
+	fs.IntVar(&c.bombs, "bombs", defaultBombs, "deflate-bomb: compressed messages of about 54 KB inflating to 56 MB, each from a session of its own (the server started with -compression)")
 	return fs
 }
 
@@ -301,7 +305,7 @@ func (c *abuseConfig) Validate() error {
 		count("commit-sessions", c.commitSessions), count("tx-sessions", c.txSessions),
 		count("churn-subscriptions", c.churnSubs), count("http-connections", c.httpConns),
 		count("silent-sessions", c.silentSessions), count("ipv6-addresses", c.ipv6Addresses),
-		count("app-sessions", c.appSessions),
+		count("app-sessions", c.appSessions), count("bombs", c.bombs),
 		size("app-size", c.appBody, 1), count("flood-connections", c.floodConns),
 		count("slow-readers", c.slowReaders), count("slow-publishers", c.slowPublishers),
 		size("slow-size", c.slowMessage, 1),
@@ -428,6 +432,8 @@ func newAttack(name string, env *attackEnv) attack {
 		return &principalFloodAttack{env: env}
 	case attackRelayInject:
 		return &relayInjectAttack{env: env}
+	case attackDeflateBomb:
+		return &deflateBombAttack{env: env}
 	case attackReconnectLoop:
 		return &reconnectLoopAttack{env: env}
 	}

@@ -106,6 +106,7 @@ func shortAbuse(url string, pid int) abuseConfig {
 		principalSessions: defaultPrincipalSessions, principalLimit: defaultPrincipalLimit,
 		injectSize: 1 << 20, injectRate: 20,
 		loopInterval: defaultLoopInterval, reconnectLimit: defaultReconnectLimit, reconnectWindow: defaultReconnectWindow,
+		bombs: 10,
 	}
 	c.PID = pid
 	c.sessionCap, c.httpIdleTimeout = defaultSessionCap(), defaultHTTPIdleTimeout
@@ -123,7 +124,7 @@ func TestAbuseAgainstWsserver(t *testing.T) {
 	// attack: at 1.5 s an attack, more often than -reconnect-limit allows
 	// in a minute. TestReconnectLoopAttack runs reconnect-loop against
 	// the limit.
-	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0")
+	url, pid := startWsserver(t, "-jwt-secret", testJWTSecret, "-reconnect-limit", "0", "-compression")
 	cfg := shortAbuse(url, pid)
 	rep, ar := runShort(t, &cfg)
 	if ar == nil || rep.Interrupted {
@@ -305,6 +306,12 @@ func TestAbuseJudge(t *testing.T) {
 		return attackResult{Name: attackHTTPIdle, Seconds: secs, Server: serverUsage{Source: "proc", RSSBefore: 40 * mb, RSSPeak: 40*mb + growth},
 			Attacker: attackerReport{Sessions: 1000, Open: open}}
 	}
+	// bomb sent bombs, refused of them with 1009, the server's RSS
+	// growing by growth.
+	bomb := func(sent, refused float64, growth int64) attackResult {
+		return attackResult{Name: attackDeflateBomb, Server: serverUsage{Source: "proc", RSSBefore: 20 * mb, RSSPeak: 20*mb + growth},
+			Attacker: attackerReport{Figures: map[string]float64{figBombsSent: sent, figBombs1009: refused, figBombWireBytes: 50_000, figBombInflated: 51e6}}}
+	}
 	tests := []struct {
 		name    string
 		cap     int
@@ -319,8 +326,8 @@ func TestAbuseJudge(t *testing.T) {
 			perIP(99), silent(attackSilent, 0), silent(attackSilentHB, 0), forge(40, 3, 0), appFill(0, 64*mb), slow(260*mb, 256*mb),
 			flood(1.1), churn(true, "too many token checks"), pflood(11 * 66),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3}}, loop(30, 30, true),
-			subChurn(99, 0), idle(10, 1000, 16*mb),
-		}, map[string]string{"sub-churn": "pass", "http-idle": "pass", "reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
+			subChurn(99, 0), idle(10, 1000, 16*mb), bomb(50, 50, 2*mb),
+		}, map[string]string{"deflate-bomb": "pass", "sub-churn": "pass", "http-idle": "pass", "reconnect-loop": "pass", "app-stream-fill": "pass", "slow-readers": "pass", "receipts": "pass", "tx-fill": "pass", "honest subscribers stay connected through commit-burst": "pass",
 			"honest subscribers stay connected through utf8": "pass", "sessions-per-ip": "pass", "silent, silent-hb": "pass", "user-forge": "pass",
 			"unlimited-frames": "pass", "token-churn": "pass", "relay-inject": "pass", "principal-flood": "pass"}},
 		{"over the bounds", 5, []attackResult{
@@ -330,8 +337,8 @@ func TestAbuseJudge(t *testing.T) {
 			perIP(101), silent(attackSilent, 0), silent(attackSilentHB, 3), forge(40, 40, 1), appFill(1, 10*mb), slow(500*mb, 256*mb),
 			flood(1.3), churn(false, "too many token checks"), pflood(11*66 + 1),
 			{Name: attackRelayInject, Honest: honestReport{Subscribers: 3, Foreign: 40}}, loop(10, 31, true),
-			subChurn(98, 0), idle(10, 1000, 64*mb),
-		}, map[string]string{"sub-churn": "fail", "http-idle": "fail", "reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
+			subChurn(98, 0), idle(10, 1000, 64*mb), bomb(50, 49, 2*mb),
+		}, map[string]string{"deflate-bomb": "fail", "sub-churn": "fail", "http-idle": "fail", "reconnect-loop": "fail", "app-stream-fill": "fail", "slow-readers": "fail", "receipts": "fail", "tx-fill": "fail", "honest subscribers stay connected through commit-burst": "fail",
 			"honest subscribers stay connected through utf8": "fail", "sessions-per-ip": "fail", "silent, silent-hb": "fail", "user-forge": "fail",
 			"unlimited-frames": "fail", "token-churn": "fail", "relay-inject": "fail", "principal-flood": "fail"}},
 		{"could not run", 5, []attackResult{
@@ -344,6 +351,8 @@ func TestAbuseJudge(t *testing.T) {
 		{"idle connections past the idle timeout", 5, []attackResult{idle(100, 0, 64*mb), subChurn(100, 1)},
 			map[string]string{"http-idle": "pass", "sub-churn": "fail"}},
 		{"idle connections left open past the idle timeout", 5, []attackResult{idle(100, 1, 0)}, map[string]string{"http-idle": "fail"}},
+		{"bombs refused but RSS grew by one", 5, []attackResult{bomb(50, 50, 51*mb)}, map[string]string{"deflate-bomb": "fail"}},
+		{"no compression negotiated", 5, []attackResult{{Name: attackDeflateBomb, Attacker: attackerReport{Figures: map[string]float64{figBombNoOffer: 1}}}}, nil},
 		{"not measured, cap not known", 0, []attackResult{
 			{Name: attackReceipts}, {Name: attackTxFill}, perIP(1000), {Name: attackSlowReaders}, {Name: attackUnlimitedFrames},
 			{Name: attackAppFill, Attacker: attackerReport{Figures: map[string]float64{figHonestAppSent: 3, figHonestAppTaken: 3}}},

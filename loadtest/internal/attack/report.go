@@ -116,6 +116,12 @@ const (
 	// subChurnDelivery is the share of the honest room's messages that
 	// must arrive while a session churns subscriptions on another topic.
 	subChurnDelivery = 0.99
+	// bombRSSGrowth bounds the server's RSS growth over the deflate-bomb
+	// attack. Each bomb inflates to about 50 MB; a server that bounds
+	// inflation holds at most its frame limit (64 KiB) of each, which
+	// the allocator's and the collector's own noise hides: 16 MiB is
+	// a third of one bomb, and far under the 2.5 GB of fifty.
+	bombRSSGrowth = 16 << 20
 )
 
 // marks are the chart's marks of the attacks that ran: each load
@@ -239,6 +245,37 @@ func (r *abuseReport) judge(cfg *abuseConfig) {
 	r.judgePrincipalFlood(cfg, add)
 	r.judgeReconnectLoop(cfg, add)
 	r.judgeRelayInject(add)
+	r.judgeDeflateBomb(add)
+}
+
+// judgeDeflateBomb: every bomb is closed with 1009 and the server's RSS
+// does not grow by a bomb's worth.
+func (r *abuseReport) judgeDeflateBomb(add func(target, status, detail string)) {
+	target := "deflate-bomb: every bomb closed with 1009, server RSS grows under 16 MiB"
+	a := r.find(attackDeflateBomb)
+	switch {
+	case a == nil:
+		add(target, "n/a", "not run")
+		return
+	case a.Attacker.Figures[figBombNoOffer] > 0:
+		add(target, "n/a", "the server negotiated no compression: start it with -compression")
+		return
+	}
+	f := a.Attacker.Figures
+	sent, refused := f[figBombsSent], f[figBombs1009]
+	detail := fmt.Sprintf("%.0f of %.0f bombs (%.0f bytes inflating to %.0f MB) closed with 1009", refused, sent, f[figBombWireBytes], f[figBombInflated]/1e6)
+	status := "pass"
+	if sent == 0 || refused < sent {
+		status = "fail"
+	}
+	if a.Server.Source != "" {
+		growth := a.Server.RSSPeak - a.Server.RSSBefore
+		detail += fmt.Sprintf("; RSS %.1f MiB → peak %.1f MiB (+%.1f MiB)", scenario.MiB(a.Server.RSSBefore), scenario.MiB(a.Server.RSSPeak), scenario.MiB(growth))
+		if growth >= bombRSSGrowth {
+			status = "fail"
+		}
+	}
+	add(target, status, detail)
 }
 
 // judgeSubChurn: a session churning subscriptions on a crowded topic

@@ -52,6 +52,10 @@ type Dialer struct {
 	// Header is sent with the handshake; nil sends none. Attacks that
 	// speak for several addresses set X-Forwarded-For here.
 	Header http.Header
+	// Compression is the permessage-deflate offer: CompressionDisabled
+	// (the zero value) offers none; CompressionContextTakeover offers it
+	// as browsers do, letting the server keep its window if it wants to.
+	Compression websocket.CompressionMode
 }
 
 // HTTPClientFrom returns an HTTP client whose connections leave from
@@ -110,9 +114,10 @@ func (d *Dialer) Dial(ctx context.Context, client *http.Client, heartBeat string
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	ws, resp, err := websocket.Dial(ctx, d.URL, &websocket.DialOptions{
-		HTTPClient:   client,
-		Subprotocols: Subprotocols,
-		HTTPHeader:   d.Header,
+		HTTPClient:      client,
+		Subprotocols:    Subprotocols,
+		HTTPHeader:      d.Header,
+		CompressionMode: d.Compression,
 	})
 	if err != nil {
 		if resp != nil {

@@ -72,7 +72,11 @@ type Publisher struct {
 	PerMessage int64
 	// Bursts, set before a paced run, makes it send only in bursts.
 	Bursts Bursts
-	Sent   int64 // owned by the run goroutine; read after it ends
+	// Pads, set before a run, are paddings (each as long as the one
+	// NewPublisher makes) that successive messages cycle through
+	// instead of 'x's; see Paddings.
+	Pads [][]byte
+	Sent int64 // owned by the run goroutine; read after it ends
 }
 
 // NewPublisher returns a publisher of size-byte bodies (at least a
@@ -106,10 +110,16 @@ func (p *Publisher) maxBatch() int64 {
 func (p *Publisher) sendBatch(ck Clock, n int64) error {
 	b := p.conn.WriteBuf[:0]
 	ns := ck.now()
-	for range n {
+	for i := range n {
 		b = append(b, p.prefix...)
 		b = appendStamp(b, ns, p.idx)
-		b = append(b, p.pad...)
+		if len(p.Pads) > 0 {
+			// Each publisher walks the paddings from its own place.
+			k := (uint64(p.idx)*2654435761 + uint64(p.Sent+i)) % uint64(len(p.Pads))
+			b = append(b, p.Pads[k]...)
+		} else {
+			b = append(b, p.pad...)
+		}
 		b = append(b, 0)
 	}
 	p.conn.WriteBuf = b

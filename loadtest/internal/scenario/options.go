@@ -12,6 +12,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
@@ -34,6 +36,9 @@ type Common struct {
 	Spread bool
 	// NoProgress silences the progress line (tests).
 	NoProgress bool
+	// Compression makes every session offer permessage-deflate as a
+	// browser does (the server may keep its window between messages).
+	Compression bool
 }
 
 // Shared returns c; the scenarios' settings embed it.
@@ -57,6 +62,7 @@ func (c *Common) Register(fs *flag.FlagSet, defDuration time.Duration) {
 	fs.BoolVar(&c.jsonOut, "json", false, "print the report as JSON")
 	fs.StringVar(&c.chart, "chart", "", "write an SVG chart of the per-second series to this file")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the tool's own CPU profile to this file (go tool pprof)")
+	fs.BoolVar(&c.Compression, "compression", false, "offer permessage-deflate in every handshake, as browsers do (the server may keep a window per session); false: offer none")
 	fs.BoolVar(&c.Spread, "spread-sources", true, "toward a loopback target, open each session from its own source address in 127.0.0.0/8, so the per-IP handshake limiter does not refuse the sessions")
 }
 
@@ -213,5 +219,9 @@ func NewDialer(c *Common) *client.Dialer {
 	if host == "" {
 		host = hostOf(c.URL)
 	}
-	return &client.Dialer{URL: c.URL, Host: host, Login: c.login, Passcode: c.passcode}
+	d := &client.Dialer{URL: c.URL, Host: host, Login: c.login, Passcode: c.passcode}
+	if c.Compression {
+		d.Compression = websocket.CompressionContextTakeover
+	}
+	return d
 }

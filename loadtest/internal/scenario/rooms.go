@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type roomsConfig struct {
 	roomSize  int
 	rate      float64
 	size      int
+	body      string
 	heartBeat time.Duration
 }
 
@@ -47,6 +49,7 @@ func (c *roomsConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.roomSize, "room-size", defaultPlayers, "players per room; the last room holds the remainder")
 	fs.Float64Var(&c.rate, "rate", defaultPlayerRate, "SEND frames per second of each player, one frame per WebSocket message")
 	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
+	fs.StringVar(&c.body, "body", load.BodyPad, "what fills each body after its time stamp: pad ('x's), chat (chat messages as JSON) or game (game-state snapshots as JSON), each message different; compression ratios depend on it")
 	fs.DurationVar(&c.heartBeat, "heart-beat", defaultRoomsHB, "heart-beat offered both ways in CONNECT, and how often each session sends an EOL (0: off)")
 	return fs
 }
@@ -61,6 +64,8 @@ func (c *roomsConfig) Validate() error {
 		return fmt.Errorf("-rate %v: must be in (0, %d]", c.rate, MaxRate)
 	case c.size < 0 || c.size > maxBodySize:
 		return fmt.Errorf("-size %d: must be in [0, %d]", c.size, maxBodySize)
+	case !slices.Contains(load.BodyKinds, c.body):
+		return fmt.Errorf("-body %q: must be one of %v", c.body, load.BodyKinds)
 	case c.heartBeat < 0 || (c.heartBeat > 0 && c.heartBeat < minHeartBeat):
 		return fmt.Errorf("-heart-beat %v: must be 0 (off) or at least %v", c.heartBeat, minHeartBeat)
 	}
@@ -72,8 +77,12 @@ func (c *roomsConfig) Title() string {
 	if c.heartBeat > 0 {
 		hb = "heart-beats every " + c.heartBeat.String()
 	}
-	return fmt.Sprintf("rooms: %d sessions in rooms of %d, each sending %g SEND/s to its room, %d-byte bodies, %s, %v",
-		c.sessions, c.roomSize, c.rate, max(c.size, load.StampLen), hb, c.Duration)
+	z := ""
+	if c.Compression {
+		z = ", offering permessage-deflate"
+	}
+	return fmt.Sprintf("rooms: %d sessions in rooms of %d, each sending %g SEND/s to its room, %d-byte %s bodies, %s%s, %v",
+		c.sessions, c.roomSize, c.rate, max(c.size, load.StampLen), c.body, hb, z, c.Duration)
 }
 
 // RunRooms is the rooms scenario: the shape of a game or chat backend.
@@ -171,7 +180,11 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 		defer setupWG.Done()
 		setup.Loop(ctx, setupStart, time.Time{}, setupDone)
 	}()
-	err := Parallel(ctx, cfg.sessions, DialConcurrency, func(i int) error {
+	pads, err := load.Paddings(cfg.body, max(cfg.size, load.StampLen)-load.StampLen)
+	if err != nil {
+		return nil, err
+	}
+	err = Parallel(ctx, cfg.sessions, DialConcurrency, func(i int) error {
 		room := i / cfg.roomSize
 		cls, k := r.Classes[0], i
 		if room == full {
@@ -182,6 +195,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}
+		p.Pads = pads
 		cls.Subs[k], cls.Pubs[k] = s, p
 		joined.Add(1)
 		return nil

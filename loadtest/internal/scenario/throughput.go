@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ type throughputConfig struct {
 	publishers  int
 	subscribers int
 	size        int
+	body        string
 	rate        float64
 	window      int
 	perMessage  int
@@ -43,6 +45,7 @@ func (c *throughputConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.publishers, "publishers", 1, "publishing sessions, all to one topic")
 	fs.IntVar(&c.subscribers, "subscribers", 1, "subscribing sessions, all on that topic")
 	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
+	fs.StringVar(&c.body, "body", load.BodyPad, "what fills each body after its time stamp: pad ('x's), chat or game (JSON, each message different); compression ratios depend on it")
 	fs.Float64Var(&c.rate, "rate", 0, "SEND frames per second per publisher (0: as fast as the in-flight window allows)")
 	fs.IntVar(&c.window, "window", defaultWindow, "with -rate 0, messages in flight per subscriber before publishers wait (all publishers together)")
 	fs.IntVar(&c.perMessage, "frames-per-message", 0, "SEND frames per WebSocket message at most (1: one frame per message, as a browser sends; 0: as many as fit in 32 KiB)")
@@ -59,6 +62,8 @@ func (c *throughputConfig) Validate() error {
 		return fmt.Errorf("-publishers + -subscribers = %d: above the maximum %d", c.publishers+c.subscribers, maxSessions)
 	case c.size < 0 || c.size > maxBodySize:
 		return fmt.Errorf("-size %d: must be in [0, %d]", c.size, maxBodySize)
+	case !slices.Contains(load.BodyKinds, c.body):
+		return fmt.Errorf("-body %q: must be one of %v", c.body, load.BodyKinds)
 	case c.rate < 0 || c.rate > MaxRate:
 		return fmt.Errorf("-rate %v: must be in [0, %d]", c.rate, MaxRate)
 	case c.window <= 0:
@@ -125,10 +130,17 @@ func throughput(ctx context.Context, cfg *throughputConfig, stderr io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
+	pads, err := load.Paddings(cfg.body, max(cfg.size, load.StampLen)-load.StampLen)
+	if err != nil {
+		return nil, err
+	}
 	cls.Pubs = make([]*load.Publisher, cfg.publishers)
 	err = Parallel(ctx, cfg.publishers, DialConcurrency, func(i int) error {
 		var err error
 		cls.Pubs[i], err = r.Publish(ctx, cls, uint32(i), dest, cfg.size)
+		if err == nil {
+			cls.Pubs[i].Pads = pads
+		}
 		return err
 	})
 	if err != nil {
