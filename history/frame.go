@@ -2,6 +2,8 @@ package history
 
 import (
 	"encoding/binary"
+
+	"github.com/stompgate/stompgate/internal/lenfield"
 )
 
 // FrameVersion is the first byte of a frame. The relay's plain payloads
@@ -48,17 +50,17 @@ func DecodeFrame(p string) (pos Position, payload string, ok bool) {
 	if !IsFrame(p) {
 		return Position{}, "", false
 	}
-	d := decoder{s: p[1:]}
-	off := d.uvarint()
-	n := d.uvarint()
-	if d.bad || off == 0 || n == 0 || n > MaxEpochLen || n > uint64(len(d.s)) {
+	d := lenfield.Reader{S: p[1:]}
+	off := d.Uvarint()
+	n := d.Uvarint()
+	if d.Bad || off == 0 || n == 0 || n > MaxEpochLen || n > uint64(len(d.S)) {
 		return Position{}, "", false
 	}
-	epoch := d.s[:n]
+	epoch := d.S[:n]
 	if !ValidEpoch(epoch) {
 		return Position{}, "", false
 	}
-	return Position{Offset: off, Epoch: epoch}, d.s[n:], true
+	return Position{Offset: off, Epoch: epoch}, d.S[n:], true
 }
 
 // ValidEpoch reports whether e may be an epoch: 1 to MaxEpochLen
@@ -73,34 +75,4 @@ func ValidEpoch(e string) bool {
 		}
 	}
 	return true
-}
-
-// decoder reads uvarints from s; after the first error bad is set and
-// every read returns 0. Varints longer than binary.MaxVarintLen64 or
-// overflowing 64 bits are errors.
-type decoder struct {
-	s   string
-	bad bool
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.bad {
-		return 0
-	}
-	var v uint64
-	var shift uint
-	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
-		c := d.s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break
-			}
-			d.s = d.s[i+1:]
-			return v | uint64(c)<<shift
-		}
-		v |= uint64(c&0x7f) << shift
-		shift += 7
-	}
-	d.bad = true
-	return 0
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
+	"github.com/stompgate/stompgate/internal/lenfield"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -83,19 +84,19 @@ func decodeMessageWithin(p, skip string, s *Signer, now time.Time, maxAge time.D
 	if reason != "" {
 		return w, reason
 	}
-	d := decoder{s: body}
-	w.instance = d.string()
-	w.dest = d.string()
-	n := d.uvarint()
-	if d.bad || n > maxWireHeaders || !utf8.ValidString(w.dest) {
+	d := lenfield.Reader{S: body}
+	w.instance = d.String()
+	w.dest = d.String()
+	n := d.Uvarint()
+	if d.Bad || n > maxWireHeaders || !utf8.ValidString(w.dest) {
 		return w, DropMalformed
 	}
 	if n > 0 {
 		w.headers = make([]stompframe.Header, n)
 		for i := range w.headers {
 			h := &w.headers[i]
-			h.Name = d.string()
-			h.Value = d.string()
+			h.Name = d.String()
+			h.Value = d.String()
 			// Every instance sends what stompframe or the server API
 			// accepted, which is UTF-8; a header that is not would reach
 			// clients in a text message, which browsers refuse whole.
@@ -104,10 +105,10 @@ func decodeMessageWithin(p, skip string, s *Signer, now time.Time, maxAge time.D
 			}
 		}
 	}
-	if d.bad {
+	if d.Bad {
 		return w, DropMalformed
 	}
-	w.body = []byte(d.s)
+	w.body = []byte(d.S)
 	return w, ""
 }
 
@@ -117,56 +118,16 @@ func peekInstance(env string) (string, bool) {
 	if len(env) == 0 {
 		return "", false
 	}
-	d := decoder{s: env[1:]}
+	d := lenfield.Reader{S: env[1:]}
 	if env[0] == envSigned {
-		if len(d.s) < macLen {
+		if len(d.S) < macLen {
 			return "", false
 		}
-		d.s = d.s[macLen:]
+		d.S = d.S[macLen:]
 	}
-	d.uvarint()
-	inst := d.string()
-	return inst, !d.bad
-}
-
-// decoder reads length-prefixed fields from s; after the first error bad
-// is set and every read returns zero values.
-type decoder struct {
-	s   string
-	bad bool
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.bad {
-		return 0
-	}
-	var v uint64
-	var shift uint
-	for i := 0; i < len(d.s) && i < binary.MaxVarintLen64; i++ {
-		c := d.s[i]
-		if c < 0x80 {
-			if i == binary.MaxVarintLen64-1 && c > 1 {
-				break
-			}
-			d.s = d.s[i+1:]
-			return v | uint64(c)<<shift
-		}
-		v |= uint64(c&0x7f) << shift
-		shift += 7
-	}
-	d.bad = true
-	return 0
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if d.bad || n > uint64(len(d.s)) {
-		d.bad = true
-		return ""
-	}
-	s := d.s[:n]
-	d.s = d.s[n:]
-	return s
+	d.Uvarint()
+	inst := d.String()
+	return inst, !d.Bad
 }
 
 // reservedHeader reports the header names the broker sets itself on a

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/stompgate/stompgate/internal/lenfield"
 )
 
 // MinKeyLen is the shortest key a Signer takes, in bytes: HMAC-SHA256
@@ -125,7 +127,7 @@ func (s *Signer) openWithin(p string, now time.Time, maxAge time.Duration) (payl
 		return "", DropMalformed
 	}
 	flags := p[0]
-	d := decoder{s: p[1:]}
+	d := lenfield.Reader{S: p[1:]}
 	var mac string
 	switch flags {
 	case envUnsigned:
@@ -133,20 +135,20 @@ func (s *Signer) openWithin(p string, now time.Time, maxAge time.Duration) (payl
 			return "", DropUnsigned
 		}
 	case envSigned:
-		if len(d.s) < macLen {
+		if len(d.S) < macLen {
 			return "", DropMalformed
 		}
-		mac, d.s = d.s[:macLen], d.s[macLen:]
+		mac, d.S = d.S[:macLen], d.S[macLen:]
 	default:
 		return "", DropMalformed
 	}
-	signed := d.s
-	ts := d.uvarint()
-	if d.bad {
+	signed := d.S
+	ts := d.Uvarint()
+	if d.Bad {
 		return "", DropMalformed
 	}
 	if s == nil {
-		return d.s, ""
+		return d.S, ""
 	}
 	if !s.verify(signed, mac) {
 		return "", DropBadSignature
@@ -157,7 +159,7 @@ func (s *Signer) openWithin(p string, now time.Time, maxAge time.Duration) (payl
 	if age := now.Sub(time.UnixMilli(int64(ts))); age > maxAge || age < -s.maxAge {
 		return "", DropStale
 	}
-	return d.s, ""
+	return d.S, ""
 }
 
 // verify reports whether mac is the HMAC of signed.
