@@ -28,6 +28,12 @@ func TestTakeoverTryWriteAfterDeadline(t *testing.T) {
 		// The first write's deadline passes.
 		time.Sleep(100 * time.Millisecond)
 		sent, err := c.TryWriteReserved(MessageText, append(make([]byte, MaxHeaderLen), msgs[1]...))
+		if errors.Is(err, ErrWouldWait) {
+			// Without a descriptor (the portable build) a try never
+			// writes, and nothing went into the compressor: the caller
+			// writes the message the blocking way, as the server does.
+			sent, err = true, c.WriteReserved(MessageText, append(make([]byte, MaxHeaderLen), msgs[1]...))
+		}
 		if err != nil {
 			ready <- errFmt("TryWriteReserved after the deadline: %v, want the message kept", err)
 			return
