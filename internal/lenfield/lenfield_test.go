@@ -37,7 +37,7 @@ func TestReader(t *testing.T) {
 		{"cut varint", "\x80", func(r *Reader) { r.Uvarint() }},
 		{"overflow", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", func(r *Reader) { r.Uvarint() }},
 		{"eleven bytes", "\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", func(r *Reader) { r.Uvarint() }},
-		{"length past the end", "\x05abc", func(r *Reader) { r.String() }},
+		{"length past the end", "\x05abc", func(r *Reader) { _ = r.String() }},
 	} {
 		r := Reader{S: tc.in}
 		tc.read(&r)
