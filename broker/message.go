@@ -43,14 +43,18 @@ type Message struct {
 	ztail [3]atomic.Pointer[[]byte]
 }
 
-// reserved are SEND headers the server sets itself or that describe the
-// SEND rather than the message; they are not passed through. "token"
+// Reserved reports the SEND headers the server sets itself or that
+// describe the SEND rather than the message; NewMessage does not pass
+// them through, and a relay refuses a payload that carries one. "token"
 // carries the sender's refreshed credentials (see
-// interceptor.PrincipalStage), which no subscriber may see.
-func reserved(name string) bool {
+// interceptor.PrincipalStage), which no subscriber may see; the last four
+// are a history's position and recovery outcome (package history), which
+// the server alone sets on a MESSAGE, so a client cannot forge them.
+func Reserved(name string) bool {
 	switch name {
 	case "destination", "content-length", "receipt", "transaction",
-		"message-id", "subscription", "ack", "token":
+		"message-id", "subscription", "ack", "token",
+		"x-stream-offset", "x-stream-epoch", "recovered", "recovery-reason":
 		return true
 	}
 	return false
@@ -63,7 +67,7 @@ func NewMessage(id string, f *stompframe.Frame) *Message {
 	dest := f.Get("destination")
 	n := 0
 	for _, h := range f.Headers {
-		if !reserved(h.Name) {
+		if !Reserved(h.Name) {
 			n++
 		}
 	}
@@ -77,7 +81,7 @@ func NewMessage(id string, f *stompframe.Frame) *Message {
 		m.headers = make([]stompframe.Header, 0, n)
 	}
 	for i, h := range f.Headers {
-		if reserved(h.Name) || seenBefore(f.Headers[:i], h.Name) {
+		if Reserved(h.Name) || seenBefore(f.Headers[:i], h.Name) {
 			continue
 		}
 		m.headers = append(m.headers, h)

@@ -409,3 +409,19 @@ func TestDecimalLen(t *testing.T) {
 		}
 	}
 }
+
+// TestNewMessageDropsReserved: headers the server sets itself never pass
+// from a SEND to its MESSAGE: a client cannot forge a message id, a
+// history position or a recovery outcome, nor leak its token.
+func TestNewMessageDropsReserved(t *testing.T) {
+	f := &stompframe.Frame{Command: stompframe.CommandSend, Body: []byte("x")}
+	f.Add("destination", "/topic/a")
+	for _, n := range []string{"message-id", "subscription", "ack", "token", "x-stream-offset", "x-stream-epoch", "recovered", "recovery-reason", "receipt", "transaction"} {
+		f.Add(n, "forged")
+	}
+	f.Add("kept", "yes")
+	m := NewMessage("id-1", f)
+	if hs := m.Headers(); len(hs) != 1 || hs[0].Name != "kept" {
+		t.Errorf("headers passed through: %v, want only kept", hs)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/stompgate/stompgate/broker"
-	"github.com/stompgate/stompgate/history"
 	"github.com/stompgate/stompgate/internal/lenfield"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -100,7 +99,7 @@ func decodeMessageWithin(p, skip string, s *Signer, now time.Time, maxAge time.D
 			// Every instance sends what stompframe or the server API
 			// accepted, which is UTF-8; a header that is not would reach
 			// clients in a text message, which browsers refuse whole.
-			if reservedHeader(h.Name) || !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
+			if broker.Reserved(h.Name) || !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
 				return w, DropMalformed
 			}
 		}
@@ -128,17 +127,4 @@ func peekInstance(env string) (string, bool) {
 	d.Uvarint()
 	inst := d.String()
 	return inst, !d.Bad
-}
-
-// reservedHeader reports the header names the broker sets itself on a
-// MESSAGE, and the position headers of a history's, which travel in the
-// frame around the payload; an instance never sends them, so a payload
-// carrying one is not ours.
-func reservedHeader(name string) bool {
-	switch name {
-	case "destination", "content-length", "receipt", "transaction",
-		"message-id", "subscription", "ack", history.HeaderOffset, history.HeaderEpoch:
-		return true
-	}
-	return false
 }

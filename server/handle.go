@@ -267,8 +267,6 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 		}
 		s.stampSender(f)
 	}
-	// Positions and recovery outcomes are the server's to set.
-	f.Headers = stripPositionHeaders(f.Headers)
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
 	if name, ok := f.Lookup("transaction"); ok {
 		return s.hold(name, m, receipt)

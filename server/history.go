@@ -108,19 +108,6 @@ type HistoryObserver interface {
 	RecoveryGap(reason history.Reason)
 }
 
-// positionHeaders are the headers a client may not set on a SEND or the
-// server API on a message: the server sets them on MESSAGEs of
-// destinations with history, and a client would otherwise forge a
-// position or a recovery outcome.
-var positionHeaders = []string{history.HeaderOffset, history.HeaderEpoch, history.HeaderRecovered, history.HeaderRecoveryReason}
-
-// stripPositionHeaders removes positionHeaders from hs in place.
-func stripPositionHeaders(hs []stompframe.Header) []stompframe.Header {
-	return slices.DeleteFunc(hs, func(h stompframe.Header) bool {
-		return slices.Contains(positionHeaders, h.Name)
-	})
-}
-
 // check validates h (Config.withDefaults).
 func (h History) check() error {
 	switch {
@@ -288,7 +275,10 @@ func (h *historySubscriber) decode(res history.Result) ([]*broker.Message, histo
 		if !ok {
 			return nil, history.ReasonInvalid
 		}
-		hs = append(slices.Clip(stripPositionHeaders(hs)), positionOf(history.Position{Offset: e.Offset, Epoch: res.Next.Epoch})...)
+		// A Log is an interface: whatever it returns, the position is
+		// the server's, as on a live MESSAGE.
+		hs = slices.DeleteFunc(hs, func(h stompframe.Header) bool { return broker.Reserved(h.Name) })
+		hs = append(slices.Clip(hs), positionOf(history.Position{Offset: e.Offset, Epoch: res.Next.Epoch})...)
 		out[i] = broker.NewMessageParts(srv.cfg.Broker.NextID(), h.dest, hs, body)
 		cache.put(e.Data, out[i])
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
+	"github.com/stompgate/stompgate/internal/lenfield"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -66,28 +67,18 @@ func encodeEntry(m *broker.Message) []byte {
 // decodeEntry reads encodeEntry's output; ok is false for anything
 // else.
 func decodeEntry(b []byte) (hs []stompframe.Header, body []byte, ok bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 || n > maxEntryHeaders {
+	r := lenfield.Reader{S: string(b)}
+	n := r.Uvarint()
+	if r.Bad || n > maxEntryHeaders {
 		return nil, nil, false
-	}
-	b = b[k:]
-	str := func() (string, bool) {
-		l, k := binary.Uvarint(b)
-		if k <= 0 || l > uint64(len(b)-k) {
-			return "", false
-		}
-		s := string(b[k : k+int(l)])
-		b = b[k+int(l):]
-		return s, utf8.ValidString(s)
 	}
 	hs = make([]stompframe.Header, 0, n+2)
 	for range n {
-		name, ok1 := str()
-		value, ok2 := str()
-		if !ok1 || !ok2 {
+		name, value := r.String(), r.String()
+		if r.Bad || !utf8.ValidString(name) || !utf8.ValidString(value) {
 			return nil, nil, false
 		}
 		hs = append(hs, stompframe.Header{Name: name, Value: value})
 	}
-	return hs, b, true
+	return hs, []byte(r.S), true
 }

@@ -18,7 +18,9 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	}
 	f := stompframe.Frame{Command: stompframe.CommandSend, Headers: make([]stompframe.Header, 0, len(headers)+1), Body: body}
 	f.Add("destination", dest)
-	f.Headers = stripPositionHeaders(append(f.Headers, headers...))
+	// Positions and recovery outcomes are the server's to set:
+	// NewMessage drops them with the other reserved headers.
+	f.Headers = append(f.Headers, headers...)
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
 	return m.ID, s.deliver(m, nil)
 }
