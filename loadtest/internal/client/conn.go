@@ -56,6 +56,14 @@ type Dialer struct {
 	// (the zero value) offers none; CompressionContextTakeover offers it
 	// as browsers do, letting the server keep its window if it wants to.
 	Compression websocket.CompressionMode
+	// Protocol is what the sessions speak: STOMP (the zero value) or
+	// Centrifugo's JSON protocol, which ignores Host, Login and Passcode
+	// and connects anonymously.
+	Protocol Protocol
+	// KernelStamps, on Linux, has each session's reads keep the kernel
+	// receive time (Conn.Stamps); elsewhere it does nothing. Off by
+	// default.
+	KernelStamps bool
 }
 
 // HTTPClientFrom returns an HTTP client whose connections leave from
@@ -70,7 +78,7 @@ func HTTPClientFrom(local netip.Addr) *http.Client {
 		Timeout:   DialTimeout,
 	}
 	return &http.Client{Transport: &http.Transport{
-		DialContext:         d.DialContext,
+		DialContext:         stampingDial(d.DialContext),
 		MaxIdleConnsPerHost: 1,
 		IdleConnTimeout:     time.Second,
 	}}
@@ -94,6 +102,12 @@ type Conn struct {
 	// UserName is the CONNECTED frame's user-name header: the session's
 	// principal.
 	UserName string
+	// Proto is the protocol the session speaks; Version, Decoder and
+	// UserName are STOMP's.
+	Proto Protocol
+	// Stamps are the kernel receive times of the session's reads; nil
+	// unless dialed with KernelStamps on a platform that gives them.
+	Stamps *RecvStamps
 }
 
 // ErrorFrame is a STOMP ERROR frame received from the server.
@@ -113,6 +127,16 @@ func (e *ErrorFrame) Error() string { return "ERROR frame: " + e.Message }
 func (d *Dialer) Dial(ctx context.Context, client *http.Client, heartBeat string) (*Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
+	var slot *stampSlot
+	if d.KernelStamps && kernelStampsSupported {
+		ctx, slot = withStampSlot(ctx)
+		if client == nil {
+			client = defaultStampingClient
+		}
+	}
+	if d.Protocol == Centrifugo {
+		return d.dialCentrifugo(ctx, client, slot)
+	}
 	ws, resp, err := websocket.Dial(ctx, d.URL, &websocket.DialOptions{
 		HTTPClient:      client,
 		Subprotocols:    Subprotocols,
@@ -128,6 +152,9 @@ func (d *Dialer) Dial(ctx context.Context, client *http.Client, heartBeat string
 	}
 	ws.SetReadLimit(ReadLimit)
 	c := &Conn{WS: ws, Version: stompframe.V12, Decoder: stompframe.NewDecoder(stompframe.Limits{MaxFrameSize: ReadLimit})}
+	if slot != nil {
+		c.Stamps = slot.stamps
+	}
 	f := stompframe.Frame{Command: stompframe.CommandConnect}
 	f.Add("accept-version", "1.0,1.1,1.2")
 	f.Add("host", d.Host)
@@ -244,7 +271,13 @@ func (c *Conn) ReadMessage(ctx context.Context) ([]byte, error) {
 // (BEGIN with a receipt, then ABORT) follows in the same message as a
 // fence: a server handles a session's frames in order, and whichever
 // RECEIPT comes first proves the SUBSCRIBE was handled.
+//
+// On a Centrifugo session it subscribes to the channel dest and waits
+// for the reply; id is not used.
 func (c *Conn) Subscribe(ctx context.Context, id, dest string) error {
+	if c.Proto == Centrifugo {
+		return c.subscribeCentrifugo(ctx, dest)
+	}
 	ctx, cancel := context.WithTimeout(ctx, DialTimeout)
 	defer cancel()
 	subReceipt, fence := "sub-"+id, "fence-"+id

@@ -77,12 +77,24 @@ type Publisher struct {
 	// instead of 'x's; see Paddings.
 	Pads [][]byte
 	Sent int64 // owned by the run goroutine; read after it ends
+	// Late, set before a paced run, records how late each of the
+	// publisher's timer wake-ups was, in µs: the tool's own lateness,
+	// which delays sends but not latencies (stamps are taken when a
+	// frame is written). Owned by the run goroutine.
+	Late *hdrhistogram.Histogram
+	// centrifugo: the frames are Centrifugo publish commands, each with
+	// the id nextID (prefix is then what follows the id).
+	centrifugo bool
+	nextID     uint64
 }
 
 // NewPublisher returns a publisher of size-byte bodies (at least a
 // stamp) to dest on conn, counted in cls; idx tells its stamps apart.
 func NewPublisher(conn *client.Conn, cls *Class, idx uint32, dest string, size int) *Publisher {
 	bodyLen := max(size, StampLen)
+	if conn.Proto == client.Centrifugo {
+		return newCentrifugoPublisher(conn, cls, idx, dest, bodyLen)
+	}
 	b := append([]byte(nil), "SEND\n"...)
 	b = stompframe.AppendHeader(b, "destination", dest, conn.Version)
 	b = stompframe.AppendContentLength(b, bodyLen)
@@ -95,7 +107,7 @@ func NewPublisher(conn *client.Conn, cls *Class, idx uint32, dest string, size i
 }
 
 // frameLen is the wire size of one SEND frame.
-func (p *Publisher) frameLen() int { return len(p.prefix) + StampLen + len(p.pad) + 1 }
+func (p *Publisher) frameLen() int { return len(p.prefix) + StampLen + len(p.pad) + p.extraLen() }
 
 // maxBatch is how many frames fit in one WebSocket message.
 func (p *Publisher) maxBatch() int64 {
@@ -111,7 +123,7 @@ func (p *Publisher) sendBatch(ck Clock, n int64) error {
 	b := p.conn.WriteBuf[:0]
 	ns := ck.now()
 	for i := range n {
-		b = append(b, p.prefix...)
+		b = p.appendHead(b, i)
 		b = appendStamp(b, ns, p.idx)
 		if len(p.Pads) > 0 {
 			// Each publisher walks the paddings from its own place.
@@ -120,7 +132,7 @@ func (p *Publisher) sendBatch(ck Clock, n int64) error {
 		} else {
 			b = append(b, p.pad...)
 		}
-		b = append(b, 0)
+		b = p.appendTail(b)
 	}
 	p.conn.WriteBuf = b
 	if err := p.conn.Write(context.Background(), b); err != nil {
@@ -137,7 +149,8 @@ func (p *Publisher) sendBatch(ck Clock, n int64) error {
 func (p *Publisher) RunPaced(ctx context.Context, ck Clock, start, end time.Time, rate float64) {
 	period := PacePeriod(rate)
 	phase := time.Duration(rand.Int64N(int64(period)))
-	t := time.NewTimer(time.Until(start.Add(phase)))
+	wake := start.Add(phase)
+	t := time.NewTimer(time.Until(wake))
 	defer t.Stop()
 	maxN := p.maxBatch()
 	for {
@@ -147,6 +160,9 @@ func (p *Publisher) RunPaced(ctx context.Context, ck Clock, start, end time.Time
 		case <-t.C:
 		}
 		now := time.Now()
+		if p.Late != nil {
+			report.RecordMicros(p.Late, now.Sub(wake).Microseconds())
+		}
 		if now.After(end) {
 			now = end
 		}
@@ -160,7 +176,9 @@ func (p *Publisher) RunPaced(ctx context.Context, ck Clock, start, end time.Time
 			return
 		}
 		// Wake at the next tick, or at the end to send the last frames due.
-		t.Reset(min(period-time.Since(start.Add(phase))%period, time.Until(end)))
+		d := min(period-time.Since(start.Add(phase))%period, time.Until(end))
+		wake = time.Now().Add(d)
+		t.Reset(d)
 	}
 }
 
@@ -189,6 +207,16 @@ type Subscriber struct {
 	// Hist is owned by the read goroutine until it ends; nil when
 	// latency is not recorded.
 	Hist *hdrhistogram.Histogram
+	// Set before run starts, with Hist: Parts splits each latency by
+	// the kernel's receive time (nil: not split); Interval gathers the
+	// latencies of each second across subscribers (nil: none); From
+	// leaves out messages stamped before it (the warm-up), in
+	// nanoseconds of the run's clock; Trace, when set, receives every
+	// latency recorded and its parts.
+	Parts    *Parts
+	Interval *Interval
+	From     *atomic.Int64
+	Trace    func(Sample)
 
 	// Set before run starts (the abuse scenario's honest subscribers):
 	// ReadBPS paces reading to that many bytes per second, a client on a
@@ -231,7 +259,15 @@ func (s *Subscriber) Run(ck Clock, done *atomic.Bool) {
 			}
 			return
 		}
-		now := ck.now()
+		readAt := time.Now()
+		now := int64(readAt.Sub(ck.Base))
+		kernel, kernelOK := s.Conn.Stamps.Last()
+		if s.Conn.Proto == client.Centrifugo {
+			if !s.readCentrifugo(msg, now, readAt, kernel, kernelOK) {
+				return
+			}
+			continue
+		}
 		if s.Browser && s.Conn.LastType == websocket.MessageText && !utf8.Valid(msg) {
 			s.fail(endInvalidUTF8)
 			s.Conn.Close()
@@ -258,11 +294,7 @@ func (s *Subscriber) Run(ck Clock, done *atomic.Bool) {
 					}
 				}
 				n++
-				if s.Hist != nil {
-					if ts, _, ok := parseStamp(f.Body); ok {
-						report.RecordMicros(s.Hist, (now-ts)/1000)
-					}
-				}
+				s.observe(f.Body, now, readAt, kernel, kernelOK)
 			case stompframe.CommandError:
 				s.Class.Errors.Add(1)
 				s.LastError = f.Get("message")

@@ -27,11 +27,12 @@ func RecordMicros(h *hdrhistogram.Histogram, us int64) {
 
 // LatencySummary is a latency distribution in milliseconds.
 type LatencySummary struct {
-	Count int64   `json:"count"`  // latencies recorded
-	P50   float64 `json:"p50_ms"` // median
-	P90   float64 `json:"p90_ms"` // 90th percentile
-	P99   float64 `json:"p99_ms"` // 99th percentile
-	Max   float64 `json:"max_ms"` // slowest
+	Count int64   `json:"count"`   // latencies recorded
+	P50   float64 `json:"p50_ms"`  // median
+	P90   float64 `json:"p90_ms"`  // 90th percentile
+	P99   float64 `json:"p99_ms"`  // 99th percentile
+	P999  float64 `json:"p999_ms"` // 99.9th percentile
+	Max   float64 `json:"max_ms"`  // slowest
 }
 
 // Summarize reads the percentiles of a histogram of microseconds. The
@@ -46,6 +47,7 @@ func Summarize(h *hdrhistogram.Histogram) *LatencySummary {
 		P50:   ms(h.ValueAtQuantile(50)),
 		P90:   ms(h.ValueAtQuantile(90)),
 		P99:   ms(h.ValueAtQuantile(99)),
+		P999:  ms(h.ValueAtQuantile(99.9)),
 		Max:   ms(h.Max()),
 	}
 }

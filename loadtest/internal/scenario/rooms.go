@@ -13,6 +13,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 	"github.com/stompgate/stompgate/loadtest/internal/load"
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/loadtest/internal/scrape"
@@ -27,6 +28,7 @@ type roomsConfig struct {
 	size      int
 	body      string
 	heartBeat time.Duration
+	measure   roomsMeasure
 }
 
 // Rooms defaults, from the measured usage of the party game the server
@@ -51,6 +53,7 @@ func (c *roomsConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.size, "size", defaultSize, fmt.Sprintf("message body size in bytes (at least the %d-byte time stamp)", load.StampLen))
 	fs.StringVar(&c.body, "body", load.BodyPad, "what fills each body after its time stamp: pad ('x's), chat (chat messages as JSON) or game (game-state snapshots as JSON), each message different; compression ratios depend on it")
 	fs.DurationVar(&c.heartBeat, "heart-beat", defaultRoomsHB, "heart-beat offered both ways in CONNECT, and how often each session sends an EOL (0: off)")
+	c.measure.register(fs)
 	return fs
 }
 
@@ -69,7 +72,7 @@ func (c *roomsConfig) Validate() error {
 	case c.heartBeat < 0 || (c.heartBeat > 0 && c.heartBeat < minHeartBeat):
 		return fmt.Errorf("-heart-beat %v: must be 0 (off) or at least %v", c.heartBeat, minHeartBeat)
 	}
-	return nil
+	return c.measure.validate(c)
 }
 
 func (c *roomsConfig) Title() string {
@@ -134,6 +137,7 @@ type roomsReport struct {
 	RSSBefore        int64   `json:"rss_before_bytes,omitempty"`
 	RSSEnd           int64   `json:"rss_end_bytes,omitempty"`
 	RSSPerSessionKiB float64 `json:"rss_per_session_kib,omitempty"`
+	roomsSplit
 }
 
 func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, error) {
@@ -146,6 +150,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 	r := NewLoadRun(&cfg.Common, stderr)
 	defer r.CloseAll()
 	r.perMessage = 1
+	probe := cfg.measure.setup(r)
 	if cfg.heartBeat > 0 {
 		r.startHeartBeats(cfg.heartBeat)
 	}
@@ -191,11 +196,19 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 			cls, k = r.Classes[len(r.Classes)-1], i-full*cfg.roomSize
 		}
 		dest := cfg.TopicPrefix + "room." + strconv.Itoa(room)
+		if r.dialer.Protocol == client.Centrifugo {
+			dest = "room:" + strconv.Itoa(room)
+		}
 		s, p, err := r.join(ctx, cls, uint32(i), dest, cfg.size, i%cfg.roomSize == 0)
 		if err != nil {
 			return fmt.Errorf("session %d: %w", i, err)
 		}
-		p.Pads = pads
+		if r.dialer.Protocol == client.STOMP {
+			p.Pads = pads
+		}
+		if s.Hist != nil {
+			p.Late = report.NewHistogram()
+		}
 		cls.Subs[k], cls.Pubs[k] = s, p
 		joined.Add(1)
 		return nil
@@ -212,6 +225,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 	rr.SetupSeconds = report.Round3(time.Since(setupStart).Seconds())
 
 	res := r.Execute(ctx, func(ctx context.Context, start, end time.Time, wg *sync.WaitGroup) {
+		probe.start(r, start, cfg.measure.warmup)
 		for _, c := range r.Classes {
 			r.Pace(ctx, c.Pubs, start, end, cfg.rate, wg)
 		}
@@ -229,6 +243,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 	}
 	rep.fromLoad(res)
 	rr.sum(res, r.Classes)
+	probe.finish(&rr.roomsSplit, &cfg.measure, r.Classes)
 	if srv := rep.Server; srv != nil {
 		if srv.RSSSource == rr.RSSSource && srv.RSSBytes > 0 {
 			rr.RSSEnd = srv.RSSBytes
@@ -282,8 +297,9 @@ func (rr *roomsReport) writeText(w io.Writer) {
 	fmt.Fprintf(w, "delivered: %.1f msg/s of %.1f offered; %d of %d expected (ratio %.3f), %d errors\n",
 		rr.DeliveredPerSec, rr.OfferedPerSec, rr.Delivered, rr.Expected, rr.DeliveryRatio, rr.Errors)
 	if l := rr.Latency; l != nil {
-		fmt.Fprintf(w, "latency (one player per room, %d messages): p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", l.Count, l.P50, l.P99, l.Max)
+		fmt.Fprintf(w, "latency (one player per room, %d messages): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms\n", l.Count, l.P50, l.P99, l.P999, l.Max)
 	}
+	rr.writeSplit(w)
 	if rr.ServerCPUCores > 0 {
 		fmt.Fprintf(w, "server CPU: %.2f µs per delivered message, %.2f cores\n", rr.ServerCPUPerDeliveredMicros, rr.ServerCPUCores)
 	}

@@ -50,6 +50,10 @@ type LoadRun struct {
 	// SubSetup, when set, adjusts each subscriber before its reader
 	// starts (the abuse scenario's browser-like, slow-link readers).
 	SubSetup func(*load.Subscriber)
+	// Sampled are sampled once a second over the load period beside
+	// the run's own series, which they do not join (the rooms
+	// scenario's per-second latency).
+	Sampled []report.Sampled
 	// perMessage, when positive, is how many SEND frames a publisher
 	// packs into one WebSocket message at most (1: one frame per
 	// message, as a browser's STOMP client sends); 0 packs up to
@@ -245,6 +249,9 @@ func (r *LoadRun) join(ctx context.Context, cls *load.Class, idx uint32, dest st
 	if latency {
 		s.Hist = report.NewHistogram()
 	}
+	if r.SubSetup != nil {
+		r.SubSetup(s)
+	}
 	r.readers.Add(1)
 	go func() {
 		defer r.readers.Done()
@@ -326,6 +333,7 @@ func (r *LoadRun) Execute(ctx context.Context, launch func(ctx context.Context, 
 	for _, l := range losses {
 		smp.Series = append(smp.Series, l)
 	}
+	smp.Series = append(smp.Series, r.Sampled...)
 	if r.win != nil {
 		smp.Each = r.win.Tick
 	}
