@@ -11,6 +11,13 @@
 # CONNECT host header "/" (the virtual host). The node name, the Erlang
 # distribution, epmd, AMQP and plain STOMP use ports away from a system
 # RabbitMQ's, so one can run beside this node.
+#
+# The node runs straight from /usr/lib/rabbitmq/bin, not through the
+# package's /usr/sbin wrapper: that one starts it through `su rabbitmq`,
+# which resets the open-file soft limit to 1,024 and caps the node near
+# 830 WebSockets. This script raises the limit to ${RMQ_NOFILE:-the hard
+# limit} before the start and checks the running node's own limit in
+# /proc/<pid>/limits, failing when it is lower.
 set -euo pipefail
 
 cmd=${1:-}
@@ -58,7 +65,11 @@ log.file.level = warning
 EOF
   "$bin/rabbitmq-plugins" enable --offline rabbitmq_web_stomp >"$dir/plugins.log" 2>&1
   # One descriptor per WebSocket, plus the node's own.
-  ulimit -n "$(ulimit -Hn)"
+  nofile=${RMQ_NOFILE:-$(ulimit -Hn)}
+  if ! ulimit -n "$nofile"; then
+    echo "cannot raise the open-file limit to $nofile (hard limit $(ulimit -Hn))" >&2
+    exit 1
+  fi
   rm -f "$RABBITMQ_PID_FILE"
   nohup "$bin/rabbitmq-server" >"$dir/server.out" 2>&1 &
   if ! "$bin/rabbitmqctl" wait "$RABBITMQ_PID_FILE" --timeout 120 >"$dir/wait.log" 2>&1; then
@@ -66,7 +77,14 @@ EOF
     cat "$dir/wait.log" "$dir/server.out" >&2
     exit 1
   fi
-  echo "$(cat "$RABBITMQ_PID_FILE")"
+  pid=$(cat "$RABBITMQ_PID_FILE")
+  got=$(awk '/^Max open files/ { print $4 }' "/proc/$pid/limits")
+  if [ "$got" != unlimited ] && [ "$got" -lt "$nofile" ]; then
+    echo "rabbitmq runs with an open-file soft limit of $got, not $nofile: it would refuse sockets near $got" >&2
+    exit 1
+  fi
+  echo "rabbitmq: pid $pid, open-file soft limit $got" >&2
+  echo "$pid"
   ;;
 stop)
   if [ -f "$RABBITMQ_PID_FILE" ]; then
