@@ -184,7 +184,7 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	// CPU 4×, p50 3000×, p99 1500×, RSS 14×, delivered 0.5×.
-	want := "| 1000 | **rmq ÷ sg** | 0.5× | | 3000× | 1500× | **4×** | | 14× |"
+	want := "| 1000 | **rmq ÷ sg** | 0.5× | | 3000× | 1500× | - | - | **4×** | | 14× |"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("compare table:\n%s\nwant the row\n%s", out.String(), want)
 	}
@@ -195,7 +195,7 @@ func TestCompare(t *testing.T) {
 	if bars := strings.Count(string(svg), "<rect x="); bars != 5+1 {
 		t.Errorf("chart has %d bars and legend boxes, want 5 bars and 1 legend box", bars)
 	}
-	if err := RunCompare(t.Context(), []string{a}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "pairs") {
-		t.Errorf("compare with one file = %v, want an error about pairs", err)
+	if err := RunCompare(t.Context(), []string{a}, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "groups of 2") {
+		t.Errorf("compare with one file = %v, want an error about groups of 2", err)
 	}
 }
