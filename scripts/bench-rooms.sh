@@ -29,6 +29,7 @@ heart_beat=${ROOMS_HEARTBEAT:-0}
 repeat=${ROOMS_REPEAT:-1}
 servers=${ROOMS_SERVERS:-sg cf rmq}
 sg_url="ws://127.0.0.1:$port/ws"
+admin_port=$((port + 2))
 cf_url="ws://127.0.0.1:${CFG_PORT:-18000}/connection/websocket"
 rmq_url="ws://127.0.0.1:${RMQ_WS_PORT:-15674}/ws"
 
@@ -71,8 +72,10 @@ run_one() {
   sg)
     # The game's load, not the admission: the default -admit-rate
     # (-max-sessions/20 a second) would refuse most of 10,000 joins at once.
-    start_server -admit-rate -1
-    rooms "$name" -url "$sg_url" -sessions "$n" -pid "$server_pid"
+    # The admin listener beside the public one, not on the default
+    # 8082 that another wsserver on this machine may hold.
+    start_server -admit-rate -1 -admin-addr "127.0.0.1:$admin_port"
+    rooms "$name" -url "$sg_url" -metrics-url "http://127.0.0.1:$admin_port/metrics" -sessions "$n" -pid "$server_pid"
     ;;
   cf)
     cf_dir="$work/centrifugo_$name"
@@ -151,13 +154,13 @@ erl_version=$(dpkg-query -W -f '${Version}' erlang-base 2>/dev/null || echo unkn
   echo "players of its room, the sender included. Each server is fresh for each"
   echo "run; $repeat run(s) per size, in the order of the table."
   echo
-  echo "- stompgate: \`wsserver -addr 127.0.0.1:$port -log-level error -admit-rate -1\` (defaults otherwise; the instance admission rate off, as this measures the game, not the admission)"
+  echo "- stompgate: \`wsserver -addr 127.0.0.1:$port -admin-addr 127.0.0.1:$admin_port -log-level error -admit-rate -1\` (defaults otherwise; the instance admission rate off, as this measures the game, not the admission)"
   echo "- Centrifugo v6.9.1 (\`go install github.com/centrifugal/centrifugo/v6@v6.9.1\`), started by \`scripts/centrifugo.sh\`: anonymous clients subscribe and publish in the namespace \`room\`, history and presence off; driven with its JSON protocol"
   echo "- RabbitMQ $rmq_version (Erlang $erl_version), \`rabbitmq-plugins enable rabbitmq_web_stomp\`, defaults otherwise; started by \`scripts/rabbitmq.sh\` with its open-file limit raised and checked"
   echo
   echo '```'
   for n in $sizes; do
-    echo "go run ./loadtest rooms -url $sg_url -sessions $n -duration $duration -warmup $warmup -heart-beat $heart_beat -pid \$(pidof wsserver)"
+    echo "go run ./loadtest rooms -url $sg_url -metrics-url http://127.0.0.1:$admin_port/metrics -sessions $n -duration $duration -warmup $warmup -heart-beat $heart_beat -pid \$(pidof wsserver)"
     echo "go run ./loadtest rooms -protocol centrifugo -url $cf_url -metrics-url off -sessions $n -duration $duration -warmup $warmup -heart-beat $heart_beat -pid \$(cat DIR/centrifugo.pid)"
     if [ "$n" -le "$rmq_max" ]; then
       echo "go run ./loadtest rooms -url $rmq_url -login guest -passcode guest -host / -metrics-url off -sessions $n -duration $duration -warmup $warmup -heart-beat $heart_beat -pid \$(cat DIR/rabbit.pid)"
