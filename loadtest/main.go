@@ -68,6 +68,22 @@
 // are built into reused buffers. The report gives the tool's CPU time per
 // message sent or received, and the server's per delivered message when
 // -pid names the server process.
+//
+// A latency is taken from the publisher's stamp to the moment the tool's
+// reader has the message, so it includes the tool's own delays: on a
+// shared machine its process waits for a processor, and the reads of a
+// burst queue behind each other (each delivered message costs the tool
+// a wake-up and two recvmsg calls, one of them finding nothing). rooms
+// therefore splits every latency on Linux (-kernel-stamps, on by
+// default): each read also returns the kernel's receive time
+// (SO_TIMESTAMPNS), so the report gives the server's part (stamp to
+// arrival at the socket) and the tool's (arrival to read) beside the
+// whole, with the publishers' timer lateness and a p99 per second.
+//
+// rooms -protocol centrifugo drives a Centrifugo server with its JSON
+// protocol instead of STOMP (scripts/centrifugo.sh starts one), so that
+// the same shape runs against stompgate, Centrifugo and RabbitMQ
+// Web-STOMP (scripts/bench-rooms.sh).
 package main
 
 import (

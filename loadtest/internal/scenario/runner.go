@@ -437,7 +437,8 @@ type toolReport struct {
 	// Messages counts SEND frames written plus MESSAGE frames read.
 	Messages int64 `json:"messages"`
 	// CPUPerMessageMicros is user+system CPU (getrusage RUSAGE_SELF) over
-	// the run divided by Messages, setup included.
+	// the load and the drain divided by Messages; the sessions' setup is
+	// not included.
 	CPUPerMessageMicros float64 `json:"cpu_per_message_us"`
 }
 
