@@ -6,7 +6,7 @@
 # keeps) with a chart.
 #
 #   ./scripts/bench-rooms.sh
-#   ROOMS_SIZES="1000 5000" ROOMS_REPEAT=3 ROOMS_SERVERS="sg cf" ./scripts/bench-rooms.sh
+#   ROOMS_SIZES="1000 5000" ROOMS_REPEAT=3 ROOMS_SERVERS="sg cf" ROOMS_KEEP=/tmp/rooms ./scripts/bench-rooms.sh
 #
 # Centrifugo v6.9.1 is started by scripts/centrifugo.sh (go install when
 # missing); RabbitMQ is Debian's rabbitmq-server with the web_stomp
@@ -28,6 +28,8 @@ warmup=${ROOMS_WARMUP:-3s}
 heart_beat=${ROOMS_HEARTBEAT:-0}
 repeat=${ROOMS_REPEAT:-1}
 servers=${ROOMS_SERVERS:-sg cf rmq}
+# ROOMS_KEEP: a directory that receives every run's JSON report.
+keep=${ROOMS_KEEP:-}
 sg_url="ws://127.0.0.1:$port/ws"
 admin_port=$((port + 2))
 cf_url="ws://127.0.0.1:${CFG_PORT:-18000}/connection/websocket"
@@ -62,6 +64,9 @@ rooms() {
   if ! "$work/loadtest" rooms "$@" -duration "$duration" -warmup "$warmup" -heart-beat "$heart_beat" -json >"$work/$name.json" 2>"$work/$name.err"; then
     rm -f "$work/$name.json"
     echo "  failed: $(tail -1 "$work/$name.err")"
+  elif [ -n "$keep" ]; then
+    mkdir -p "$keep"
+    cp "$work/$name.json" "$keep/"
   fi
 }
 
@@ -79,12 +84,20 @@ run_one() {
     ;;
   cf)
     cf_dir="$work/centrifugo_$name"
-    pid=$(./scripts/centrifugo.sh start "$cf_dir")
+    if ! pid=$(./scripts/centrifugo.sh start "$cf_dir" 2>"$work/$name.err"); then
+      echo "  centrifugo did not start: $(tail -1 "$work/$name.err")"
+      cleanup
+      return
+    fi
     rooms "$name" -protocol centrifugo -url "$cf_url" -metrics-url off -sessions "$n" -pid "$pid"
     ;;
   rmq)
     rmq_dir="$work/rabbitmq_$name"
-    pid=$(./scripts/rabbitmq.sh start "$rmq_dir")
+    if ! pid=$(./scripts/rabbitmq.sh start "$rmq_dir" 2>"$work/$name.err"); then
+      echo "  rabbitmq did not start: $(grep -m1 -o 'dist_port_already_used\|[^ ]*rror[^\n]*' "$work/$name.err" || tail -1 "$work/$name.err")"
+      cleanup
+      return
+    fi
     rooms "$name" -url "$rmq_url" -login guest -passcode guest -host / -metrics-url off -sessions "$n" -pid "$pid"
     ;;
   esac
