@@ -82,6 +82,11 @@ type Publisher struct {
 	// which delays sends but not latencies (stamps are taken when a
 	// frame is written). Owned by the run goroutine.
 	Late *hdrhistogram.Histogram
+	// Write, set before a run, records how long each message took from
+	// its stamp until the write returned, in µs: the tool's own share
+	// of the server part (on loopback the write also carries the bytes
+	// into the server's socket). Owned by the run goroutine.
+	Write *hdrhistogram.Histogram
 	// centrifugo: the frames are Centrifugo publish commands, each with
 	// the id nextID (prefix is then what follows the id).
 	centrifugo bool
@@ -137,6 +142,9 @@ func (p *Publisher) sendBatch(ck Clock, n int64) error {
 	p.conn.WriteBuf = b
 	if err := p.conn.Write(context.Background(), b); err != nil {
 		return err
+	}
+	if p.Write != nil {
+		report.RecordMicros(p.Write, (ck.now()-ns)/1000)
 	}
 	p.Sent += n
 	p.Class.Sent.Add(n)

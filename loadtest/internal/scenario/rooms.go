@@ -207,7 +207,7 @@ func rooms(ctx context.Context, cfg *roomsConfig, stderr io.Writer) (*Report, er
 			p.Pads = pads
 		}
 		if s.Hist != nil {
-			p.Late = report.NewHistogram()
+			p.Late, p.Write = report.NewHistogram(), report.NewHistogram()
 		}
 		cls.Subs[k], cls.Pubs[k] = s, p
 		joined.Add(1)

@@ -67,6 +67,10 @@ type roomsSplit struct {
 	// publisher per room): it delays sends, not latencies, since a
 	// stamp is taken when its frame is written.
 	TimerLateness *report.LatencySummary `json:"timer_lateness,omitempty"`
+	// PublisherWrite is how long a message took from its stamp until
+	// its publisher's write returned (one publisher per room): the part
+	// of the server part spent in the tool and the sending kernel.
+	PublisherWrite *report.LatencySummary `json:"publisher_write,omitempty"`
 	// P99Series and ServerP99Series are the p99 of the latencies and of
 	// their server parts in each second of the load, ms.
 	P99Series       []float64 `json:"p99_ms_per_second,omitempty"`
@@ -119,7 +123,7 @@ func (p *roomsProbe) finish(rs *roomsSplit, m *roomsMeasure, classes []*load.Cla
 	rs.WarmupSeconds = m.warmup.Seconds()
 	rs.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	parts := load.NewParts()
-	var late *hdrhistogram.Histogram
+	var late, write *hdrhistogram.Histogram
 	for _, c := range classes {
 		for _, s := range c.Subs {
 			if s != nil && s.Parts != nil {
@@ -131,14 +135,18 @@ func (p *roomsProbe) finish(rs *roomsSplit, m *roomsMeasure, classes []*load.Cla
 				continue
 			}
 			if late == nil {
-				late = report.NewHistogram()
+				late, write = report.NewHistogram(), report.NewHistogram()
 			}
 			late.Merge(pub.Late)
+			if pub.Write != nil {
+				write.Merge(pub.Write)
+			}
 		}
 	}
 	rs.ServerPart, rs.ToolPart = report.Summarize(parts.Server), report.Summarize(parts.Tool)
 	rs.Split, rs.Unsplit, rs.Clamped = parts.Split, parts.Unsplit, parts.Clamped
 	rs.TimerLateness = report.Summarize(late)
+	rs.PublisherWrite = report.Summarize(write)
 	rs.P99Series, rs.ServerP99Series = p.total.Values, p.server.Values
 	if parts.Split == 0 {
 		rs.ServerP99Series = nil
@@ -162,6 +170,10 @@ func (rs *roomsSplit) writeSplit(w io.Writer) {
 	if l := rs.TimerLateness; l != nil {
 		fmt.Fprintf(w, "tool timers (one publisher per room, %d wake-ups): late by p50 %.3f ms, p99 %.3f ms, max %.3f ms; GOMAXPROCS %d\n",
 			l.Count, l.P50, l.P99, l.Max, rs.GOMAXPROCS)
+	}
+	if l := rs.PublisherWrite; l != nil {
+		fmt.Fprintf(w, "publisher writes (stamp → write returned, one publisher per room): p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+			l.P50, l.P99, l.Max)
 	}
 	if len(rs.P99Series) > 0 {
 		fmt.Fprintf(w, "p99 per second, ms: %s\n", joinFloats(rs.P99Series))

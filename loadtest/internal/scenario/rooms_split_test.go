@@ -74,6 +74,10 @@ func TestRoomsSplitsLatency(t *testing.T) {
 	if l := rr.TimerLateness; l == nil || l.Count < 4 {
 		t.Errorf("timer lateness %+v, want the wake-ups of one publisher per room", l)
 	}
+	// The messages of one publisher per room were timed to their writes.
+	if l := rr.PublisherWrite; l == nil || l.Count == 0 || l.Count > rr.Sent {
+		t.Errorf("publisher writes %+v, want some of the %d messages sent", l, rr.Sent)
+	}
 }
 
 // TestRoomsKernelStampsOff: without kernel stamps nothing is split.
