@@ -14,7 +14,11 @@ import (
 // the publisher's stamp to the kernel's arrival at the subscriber's
 // socket (the server's work, its queues and the loopback network), and
 // the tool's part, from that arrival to the moment the reader had the
-// message (the load generator's scheduling, its reader and decoding).
+// message (the load generator's scheduling, its reader and decoding). On
+// loopback the kernel takes the receive time when the sender's write
+// hands the bytes to the device (net.core.netdev_tstamp_prequeue), so
+// the server's part ends at the server's write and the tool's part also
+// holds the kernel's delivery from the device to the socket.
 // The two add up to the latency by construction: the tool's part is
 // measured and clamped to [0, latency], the server's is the rest.
 //
