@@ -115,7 +115,30 @@ func TestStampedConnOnLoopback(t *testing.T) {
 	if _, ok := slot.stamps.Last(); ok {
 		t.Error("a stamp before any read")
 	}
+	var none *RecvStamps
+	if _, ok := none.Last(); ok {
+		t.Error("nil stamps have a time")
+	}
 	buf := make([]byte, 64)
+	// The kernel turns receive stamping on in deferred work when the
+	// first socket of the system asks for it: the reads right after may
+	// come unstamped. Write and read until one is stamped.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := peer.Write([]byte("warm")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, buf[:4]); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := slot.stamps.Last(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no read was stamped within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for i := range 3 {
 		before := time.Now()
 		if _, err := peer.Write([]byte("hello")); err != nil {

@@ -28,7 +28,9 @@ type Parts struct {
 	Server *hdrhistogram.Histogram // stamp → kernel arrival, µs
 	Tool   *hdrhistogram.Histogram // kernel arrival → read, µs
 	// Split counts latencies divided in two; Unsplit those whose read
-	// had no kernel time (a platform without it); Clamped those whose
+	// had no kernel time (a platform without it, or a read before the
+	// kernel turned stamping on: it does so in deferred work when the
+	// first socket of the system asks); Clamped those whose
 	// kernel time was after the read or before the stamp (a step of the
 	// wall clock), whose tool part was clamped.
 	Split, Unsplit, Clamped int64

@@ -156,8 +156,12 @@ func (p *roomsProbe) finish(rs *roomsSplit, m *roomsMeasure, classes []*load.Cla
 // writeSplit prints the measurement's own lines of the rooms report.
 func (rs *roomsSplit) writeSplit(w io.Writer) {
 	if s, t := rs.ServerPart, rs.ToolPart; s != nil && t != nil {
-		fmt.Fprintf(w, "  server part (stamp → kernel arrival, %d split by SO_TIMESTAMPNS): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms\n",
-			rs.Split, s.P50, s.P99, s.P999, s.Max)
+		unsplit := ""
+		if rs.Unsplit > 0 {
+			unsplit = fmt.Sprintf(", %d read before the kernel stamped", rs.Unsplit)
+		}
+		fmt.Fprintf(w, "  server part (stamp → kernel arrival, %d split by SO_TIMESTAMPNS%s): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms\n",
+			rs.Split, unsplit, s.P50, s.P99, s.P999, s.Max)
 		fmt.Fprintf(w, "  tool part (kernel arrival → read): p50 %.3f ms, p99 %.3f ms, p99.9 %.3f ms, max %.3f ms",
 			t.P50, t.P99, t.P999, t.Max)
 		if rs.Clamped > 0 {

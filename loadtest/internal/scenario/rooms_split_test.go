@@ -43,16 +43,18 @@ func TestRoomsSplitsLatency(t *testing.T) {
 	if int64(len(samples)) != rr.Latency.Count {
 		t.Fatalf("%d samples traced, %d in the latency", len(samples), rr.Latency.Count)
 	}
+	split := 0
 	for i, s := range samples {
-		if s.Split != client.KernelStampsSupported {
-			t.Fatalf("sample %d split = %v, want %v (kernel stamps on this platform)", i, s.Split, client.KernelStampsSupported)
-		}
 		if !s.Split {
 			continue
 		}
+		split++
 		if s.Server+s.Tool != s.Total || s.Server > s.Total || s.Server < 0 || s.Tool < 0 {
 			t.Fatalf("sample %d: server %v + tool %v against total %v; want parts in [0, total] adding up to it", i, s.Server, s.Tool, s.Total)
 		}
+	}
+	if int64(split) != rr.Split || rr.Split+rr.Unsplit != rr.Latency.Count {
+		t.Errorf("%d samples split, report %d split and %d not, of %d", split, rr.Split, rr.Unsplit, rr.Latency.Count)
 	}
 	if !client.KernelStampsSupported {
 		if rr.Unsplit != rr.Latency.Count || rr.ServerPart != nil {
@@ -60,8 +62,11 @@ func TestRoomsSplitsLatency(t *testing.T) {
 		}
 		return
 	}
-	if rr.Split != rr.Latency.Count || rr.ServerPart == nil || rr.ToolPart == nil {
-		t.Fatalf("split %d of %d, parts %+v %+v; want every latency split", rr.Split, rr.Latency.Count, rr.ServerPart, rr.ToolPart)
+	// The kernel turns stamping on in deferred work when the first
+	// socket of the system asks, so the first reads of a run may come
+	// unstamped; after the warm-up, nearly all are.
+	if rr.Split*10 < rr.Latency.Count*9 || rr.ServerPart == nil || rr.ToolPart == nil {
+		t.Fatalf("split %d of %d, parts %+v %+v; want nearly every latency split", rr.Split, rr.Latency.Count, rr.ServerPart, rr.ToolPart)
 	}
 	if rr.ServerPart.P99 > rr.Latency.P99 || rr.ToolPart.P99 > rr.Latency.P99 || rr.ServerPart.Max > rr.Latency.Max {
 		t.Errorf("server part p99 %v, tool part p99 %v, latency p99 %v; want neither part above the whole",
