@@ -40,6 +40,9 @@ func (m *roomsMeasure) validate(c *roomsConfig) error {
 	if p == client.Centrifugo && c.body != load.BodyPad {
 		return fmt.Errorf("-body %q: -protocol centrifugo sends pad bodies only (a JSON string)", c.body)
 	}
+	if p == client.Centrifugo && c.heartBeat != 0 {
+		return fmt.Errorf("-heart-beat %v: -protocol centrifugo has no STOMP heart-beats (its sessions answer the server's pings); give -heart-beat 0", c.heartBeat)
+	}
 	if m.warmup < 0 || m.warmup >= c.Duration {
 		return fmt.Errorf("-warmup %v: must be in [0, -duration %v)", m.warmup, c.Duration)
 	}

@@ -106,16 +106,19 @@ func TestRoomsMeasureValidate(t *testing.T) {
 		m    roomsMeasure
 		body string
 		ok   bool
+		hb   time.Duration
 	}{
-		{"stomp", roomsMeasure{protocol: "stomp"}, load.BodyPad, true},
-		{"centrifugo pad", roomsMeasure{protocol: "centrifugo"}, load.BodyPad, true},
-		{"centrifugo chat", roomsMeasure{protocol: "centrifugo"}, "chat", false},
-		{"unknown protocol", roomsMeasure{protocol: "mqtt"}, load.BodyPad, false},
-		{"negative warm-up", roomsMeasure{protocol: "stomp", warmup: -time.Second}, load.BodyPad, false},
-		{"warm-up as long as the load", roomsMeasure{protocol: "stomp", warmup: 10 * time.Second}, load.BodyPad, false},
+		{"stomp", roomsMeasure{protocol: "stomp"}, load.BodyPad, true, 0},
+		{"centrifugo pad", roomsMeasure{protocol: "centrifugo"}, load.BodyPad, true, 0},
+		{"centrifugo chat", roomsMeasure{protocol: "centrifugo"}, "chat", false, 0},
+		{"centrifugo with heart-beats", roomsMeasure{protocol: "centrifugo"}, load.BodyPad, false, time.Second},
+		{"stomp with heart-beats", roomsMeasure{protocol: "stomp"}, load.BodyPad, true, time.Second},
+		{"unknown protocol", roomsMeasure{protocol: "mqtt"}, load.BodyPad, false, 0},
+		{"negative warm-up", roomsMeasure{protocol: "stomp", warmup: -time.Second}, load.BodyPad, false, 0},
+		{"warm-up as long as the load", roomsMeasure{protocol: "stomp", warmup: 10 * time.Second}, load.BodyPad, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := roomsConfig{Common: Common{Duration: 10 * time.Second}, body: tc.body}
+			c := roomsConfig{Common: Common{Duration: 10 * time.Second}, body: tc.body, heartBeat: tc.hb}
 			if err := tc.m.validate(&c); (err == nil) != tc.ok {
 				t.Errorf("validate = %v, want ok %v", err, tc.ok)
 			}
