@@ -27,7 +27,7 @@ type roomsMeasure struct {
 }
 
 func (m *roomsMeasure) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.protocol, "protocol", "stomp", "what the sessions speak: stomp (stompgate, RabbitMQ Web-STOMP, any STOMP broker) or centrifugo (Centrifugo's JSON protocol: -url ws://HOST:PORT/connection/websocket, anonymous, channels room:N in a namespace \"room\" that lets clients subscribe and publish; -body pad only)")
+	fs.StringVar(&m.protocol, "protocol", "stomp", "what the sessions speak: stomp (stompgate, RabbitMQ Web-STOMP, any STOMP broker) or centrifugo (Centrifugo's JSON protocol: -url ws://HOST:PORT/connection/websocket, anonymous, channels room:N in a namespace \"room\" that lets clients subscribe and publish; -body pad and -heart-beat 0 only)")
 	fs.BoolVar(&m.kernelStamps, "kernel-stamps", true, "on Linux, take the kernel's receive time of every read (SO_TIMESTAMPNS) and split each latency into the server's part (stamp → arrival at the socket) and the tool's (arrival → read); elsewhere ignored")
 	fs.DurationVar(&m.warmup, "warmup", 0, "leave out of the latencies the messages sent in this first part of -duration (a warm-up); counts and CPU still cover all of it")
 }
