@@ -41,6 +41,9 @@ export RABBITMQ_ENABLED_PLUGINS_FILE=$dir/enabled_plugins
 export RABBITMQ_MNESIA_BASE=$dir/mnesia
 export RABBITMQ_LOG_BASE=$dir/log
 export RABBITMQ_PID_FILE=$dir/rabbit.pid
+# A node that fails to start writes its crash dump here, not into the
+# directory the script was run from.
+export ERL_CRASH_DUMP=$dir/erl_crash.dump
 # The Erlang cookie lives in $HOME.
 export HOME=$dir
 export RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}"
