@@ -19,6 +19,9 @@ const supportedVersions = "1.0,1.1,1.2"
 // ending. Validation that makes a frame malformed comes first, then the
 // interceptor chain, then the command.
 func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
+	if s.srv.cfg.Tracer != nil {
+		defer s.traceFrame(f)(&end)
+	}
 	receipt := f.Get("receipt")
 	if e := s.validate(f); e.message != "" {
 		s.protocolError(e, receipt)
@@ -268,6 +271,9 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 		s.stampSender(f)
 	}
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
+	if s.srv.cfg.Tracer != nil {
+		defer s.srv.traceSend(m)()
+	}
 	if name, ok := f.Lookup("transaction"); ok {
 		return s.hold(name, m, receipt)
 	}
