@@ -248,4 +248,3 @@ func TestTracingSettingErrors(t *testing.T) {
 		{"", []string{"-otel-service-name", ""}, nil, "-otel-service-name (WSSERVER_OTEL_SERVICE_NAME)"},
 	})
 }
-
