@@ -1,14 +1,25 @@
 package tracing
 
 import (
+	"encoding/hex"
+
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stompgate/stompgate/broker"
 )
 
-// traceparent formats sc as a W3C traceparent of version 00.
+// traceparent formats sc as a W3C traceparent of version 00, in one
+// allocation.
 func traceparent(sc trace.SpanContext) string {
-	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+	var b [55]byte
+	tid, sid, flags := sc.TraceID(), sc.SpanID(), [1]byte{byte(sc.TraceFlags())}
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:], flags[:])
+	return string(b[:])
 }
 
 // parent parses a traceparent (broker.ValidTrace) into the remote span
