@@ -19,9 +19,6 @@ const supportedVersions = "1.0,1.1,1.2"
 // ending. Validation that makes a frame malformed comes first, then the
 // interceptor chain, then the command.
 func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
-	if s.srv.cfg.Tracer != nil {
-		defer s.traceFrame(f)(&end)
-	}
 	receipt := f.Get("receipt")
 	if e := s.validate(f); e.message != "" {
 		s.protocolError(e, receipt)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"time"
+
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -46,24 +48,36 @@ const (
 	TraceEnded = "ended"
 )
 
+// handleTraced is handle, in the span of f when the Tracer samples it.
+// Without a Tracer it costs a nil check.
+func (s *session) handleTraced(f *stompframe.Frame, now time.Time) bool {
+	if s.srv.cfg.Tracer == nil {
+		return s.handle(f, now)
+	}
+	end := s.traceFrame(f)
+	ended := s.handle(f, now)
+	end(ended)
+	return ended
+}
+
 // noFrameTrace is traceFrame's answer for a frame it does not trace.
-func noFrameTrace(*bool) {}
+func noFrameTrace(bool) {}
 
 // noSendTrace is traceSend's answer for a message it does not trace.
 func noSendTrace() {}
 
 // traceFrame starts the span of f when the Tracer samples it and returns
-// the function, deferred by handle, that ends it with handle's answer.
-func (s *session) traceFrame(f *stompframe.Frame) func(ended *bool) {
+// the function that ends it with handle's answer.
+func (s *session) traceFrame(f *stompframe.Frame) func(ended bool) {
 	t := s.srv.cfg.Tracer
 	switch f.Command {
 	case stompframe.CommandConnect, stompframe.CommandStomp:
 		if end := t.Connect(); end != nil {
-			return func(ended *bool) { end(s.frameResult(*ended), s.st.ID) }
+			return func(ended bool) { end(s.frameResult(ended), s.st.ID) }
 		}
 	case stompframe.CommandSubscribe:
 		if end := t.Subscribe(f.Get("destination")); end != nil {
-			return func(ended *bool) { end(s.frameResult(*ended)) }
+			return func(ended bool) { end(s.frameResult(ended)) }
 		}
 	}
 	return noFrameTrace

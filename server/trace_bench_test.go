@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,42 +19,105 @@ type discardSpans struct{}
 func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
+// sendBench is BenchmarkHandleSend's session on a server with the
+// tracing package's Tracer at ratio (none when ratio is negative).
+type sendBench struct {
+	handle func(*stompframe.Frame, time.Time) bool
+	f      *stompframe.Frame
+	t0     time.Time
+	i      int
+}
+
+func newSendBench(b *testing.B, ratio float64) *sendBench {
+	b.Helper()
+	var cfg server.Config
+	if ratio >= 0 {
+		tr, err := tracing.New(tracing.Config{Exporter: discardSpans{}, SampleRatio: ratio})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+		cfg.Tracer = tr
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	handle, stop := server.BenchSendHandler(srv, "/topic/room", t0)
+	b.Cleanup(stop)
+	f := &stompframe.Frame{Command: stompframe.CommandSend, Body: []byte("hello, room")}
+	f.Add("destination", "/topic/room")
+	f.Add("content-type", "text/plain")
+	return &sendBench{handle: handle, f: f, t0: t0}
+}
+
+// run handles n SENDs and returns how long they took.
+func (s *sendBench) run(b *testing.B, n int) time.Duration {
+	start := time.Now()
+	for range n {
+		s.i++
+		if s.handle(s.f, s.t0.Add(time.Duration(s.i))) {
+			b.Fatal("session ended")
+		}
+	}
+	return time.Since(start)
+}
+
 // BenchmarkHandleSendTraced is BenchmarkHandleSend without a Tracer and
-// with package tracing's at -otel-sample-ratio 0.01 and 1 (spans
-// exported to nowhere): what tracing costs a SEND, including its
-// delivery span, at the default ratio and at worst. Run with -count so
-// that the cases alternate, and compare their ns/op.
+// with package tracing's at -otel-sample-ratio 0 (the hooks alone), 0.01
+// and 1 (spans exported to nowhere).
 func BenchmarkHandleSendTraced(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		ratio float64 // negative: no Tracer
-	}{{"off", -1}, {"ratio=0.01", 0.01}, {"ratio=1", 1}} {
+	}{{"off", -1}, {"ratio=0", 0}, {"ratio=0.01", 0.01}, {"ratio=1", 1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			var cfg server.Config
-			if bc.ratio >= 0 {
-				tr, err := tracing.New(tracing.Config{Exporter: discardSpans{}, SampleRatio: bc.ratio})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-				cfg.Tracer = tr
-			}
-			srv, err := server.New(cfg)
-			if err != nil {
-				b.Fatal(err)
-			}
-			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			handle, stop := server.BenchSendHandler(srv, "/topic/room", t0)
-			b.Cleanup(stop)
-			f := &stompframe.Frame{Command: stompframe.CommandSend, Body: []byte("hello, room")}
-			f.Add("destination", "/topic/room")
-			f.Add("content-type", "text/plain")
+			s := newSendBench(b, bc.ratio)
 			b.ReportAllocs()
-			for i := 0; b.Loop(); i++ {
-				if handle(f, t0.Add(time.Duration(i))) {
-					b.Fatal("session ended")
-				}
+			for b.Loop() {
+				s.run(b, 1)
 			}
 		})
 	}
+}
+
+// tracingChunk is how many SENDs each side of BenchmarkTracingOverhead
+// handles in turn: about a millisecond, short enough that the load of
+// a shared machine changes little between the two sides, long enough
+// that 1 % sampling traces about 20 of them.
+const tracingChunk = 2000
+
+// BenchmarkTracingOverhead measures what the Tracer at the default
+// ratio, 0.01, costs BenchmarkHandleSend's path, on a shared machine
+// whose load drifts: it alternates chunks of tracingChunk SENDs without
+// and with the Tracer (each side first in turn) and reports the time
+// with it over the time without as overhead-% (0 means no cost), the
+// median of the chunk pairs' ratios, and each side's mean ns per SEND.
+// Run it with -count and quote the spread.
+func BenchmarkTracingOverhead(b *testing.B) {
+	off, on := newSendBench(b, -1), newSendBench(b, tracing.DefaultSampleRatio)
+	off.run(b, tracingChunk) // warm both before timing
+	on.run(b, tracingChunk)
+	var ratios []float64
+	var tOff, tOn time.Duration
+	for b.Loop() {
+		var dOff, dOn time.Duration
+		if len(ratios)%2 == 0 {
+			dOff = off.run(b, tracingChunk)
+			dOn = on.run(b, tracingChunk)
+		} else {
+			dOn = on.run(b, tracingChunk)
+			dOff = off.run(b, tracingChunk)
+		}
+		tOff += dOff
+		tOn += dOn
+		ratios = append(ratios, float64(dOn)/float64(dOff))
+	}
+	slices.Sort(ratios)
+	n := float64(len(ratios) * tracingChunk)
+	b.ReportMetric((float64(tOn)/float64(tOff)-1)*100, "overhead-%")
+	b.ReportMetric((ratios[len(ratios)/2]-1)*100, "median-pair-%")
+	b.ReportMetric(float64(tOff.Nanoseconds())/n, "off-ns/send")
+	b.ReportMetric(float64(tOn.Nanoseconds())/n, "traced-ns/send")
 }
