@@ -18,6 +18,9 @@ type Stats struct {
 	// Dropped spans found MaxQueueSize spans waiting and were never
 	// queued.
 	Dropped uint64
+	// Capped counts the frames drawn for a trace that MaxTracesPerSecond
+	// kept from starting one.
+	Capped uint64
 }
 
 // pending counts the spans between their end and the end of their

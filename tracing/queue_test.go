@@ -44,7 +44,7 @@ func TestQueueBoundDropsAndCounts(t *testing.T) {
 	t.Parallel()
 	exp := &stuckExporter{release: make(chan struct{}), started: make(chan struct{}, 1)}
 	const bound, n = 8, 200
-	tr, err := New(Config{Exporter: exp, SampleRatio: 1, MaxQueueSize: bound, BatchTimeout: time.Millisecond})
+	tr, err := New(Config{Exporter: exp, SampleRatio: 1, MaxQueueSize: bound, BatchTimeout: time.Millisecond, MaxTracesPerSecond: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,8 @@ const (
 // relay.Tracer and api.Tracer.
 type Tracer struct {
 	ratio    float64
+	budget   budget
+	now      func() time.Time
 	provider *sdktrace.TracerProvider
 	tracer   trace.Tracer
 	proc     *bounded
@@ -100,6 +102,8 @@ func New(cfg Config) (*Tracer, error) {
 	)
 	return &Tracer{
 		ratio:    c.SampleRatio,
+		budget:   budget{max: int64(c.MaxTracesPerSecond)},
+		now:      time.Now,
 		provider: provider,
 		tracer:   provider.Tracer("github.com/stompgate/stompgate/tracing"),
 		proc:     proc,
@@ -116,19 +120,21 @@ func (t *Tracer) ForceFlush(ctx context.Context) error { return t.provider.Force
 
 // Stats returns what became of the spans so far.
 func (t *Tracer) Stats() Stats {
-	return Stats{Exported: t.exp.exported.Load(), Failed: t.exp.failed.Load(), Dropped: t.proc.dropped.Load()}
+	return Stats{Exported: t.exp.exported.Load(), Failed: t.exp.failed.Load(), Dropped: t.proc.dropped.Load(),
+		Capped: t.budget.capped.Load()}
 }
 
 // sample draws whether a frame starts a trace: one draw from the
-// runtime's per-thread generator, no lock, no allocation.
+// runtime's per-thread generator, no lock, no allocation; the clock is
+// read, for the per-second cap, only when the draw says yes.
 func (t *Tracer) sample() bool {
-	switch t.ratio {
-	case 0:
+	switch {
+	case t.ratio == 0:
 		return false
-	case 1:
-		return true
+	case t.ratio < 1 && rand.Float64() >= t.ratio:
+		return false
 	}
-	return rand.Float64() < t.ratio
+	return t.budget.take(t.now())
 }
 
 // root starts the span of a new trace.

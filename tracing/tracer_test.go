@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -21,7 +22,7 @@ import (
 func newTest(t *testing.T, ratio float64) (*Tracer, *tracetest.InMemoryExporter) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := New(Config{Exporter: exp, SampleRatio: ratio})
+	tr, err := New(Config{Exporter: exp, SampleRatio: ratio, MaxTracesPerSecond: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,3 +252,45 @@ func TestTracesURL(t *testing.T) {
 }
 
 var _ sdktrace.SpanExporter = (*tracetest.InMemoryExporter)(nil)
+
+// MaxTracesPerSecond caps the traces started in each second, whatever
+// the ratio, and counts the frames it kept untraced; a trace started
+// elsewhere is continued beyond it.
+func TestMaxTracesPerSecond(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tr, err := New(Config{Exporter: exp, SampleRatio: 1, MaxTracesPerSecond: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Shutdown(context.Background())
+	t0 := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	now := t0
+	tr.now = func() time.Time { return now }
+	for _, step := range []struct {
+		at   time.Duration
+		want bool
+	}{
+		{0, true}, {100 * time.Millisecond, true}, {900 * time.Millisecond, true},
+		{999 * time.Millisecond, false}, // the fourth in the second
+		{time.Second, true}, {time.Second, true}, {1500 * time.Millisecond, true},
+		{1999 * time.Millisecond, false},
+		{5 * time.Second, true},
+	} {
+		now = t0.Add(step.at)
+		_, end := tr.Send("/topic/a")
+		if got := end != nil; got != step.want {
+			t.Errorf("at +%v: traced %v, want %v", step.at, got, step.want)
+		}
+		if end != nil {
+			end()
+		}
+	}
+	if st := tr.Stats(); st.Capped != 2 {
+		t.Errorf("Capped = %d, want 2", st.Capped)
+	}
+	tr.Deliver("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "/topic/a")()
+	if got := spans(t, tr, exp); len(got) != 8 {
+		t.Errorf("exported %d spans, want 7 SENDs and the delivery past the cap", len(got))
+	}
+}

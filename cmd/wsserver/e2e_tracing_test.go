@@ -246,5 +246,6 @@ func TestTracingSettingErrors(t *testing.T) {
 		{"", []string{"-otel-endpoint", "127.0.0.1:4318"}, nil, "-otel-endpoint (WSSERVER_OTEL_ENDPOINT)"},
 		{"", []string{"-otel-endpoint", "ftp://collector"}, nil, "must be an http:// or https:// URL with a host"},
 		{"", []string{"-otel-service-name", ""}, nil, "-otel-service-name (WSSERVER_OTEL_SERVICE_NAME)"},
+		{"", []string{"-otel-max-traces-per-second", "-1"}, nil, "-otel-max-traces-per-second (WSSERVER_OTEL_MAX_TRACES_PER_SECOND) -1: must not be negative"},
 	})
 }

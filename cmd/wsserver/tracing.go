@@ -36,6 +36,7 @@ const tracerShutdownTimeout = 2 * time.Second
 type tracingSettings struct {
 	otelEndpoint    string
 	otelSampleRatio float64
+	otelMaxTraces   int
 	otelServiceName string
 	// otelExporter, when not nil, replaces the OTLP exporter; no flag
 	// sets it (tests do).
@@ -46,6 +47,7 @@ type tracingSettings struct {
 func (s *settings) tracingFlags(fs *flag.FlagSet) {
 	fs.StringVar(&s.otelEndpoint, "otel-endpoint", "", "OpenTelemetry collector's OTLP/HTTP URL (http://127.0.0.1:4318 sends to its /v1/traces); empty: no tracing, at no cost")
 	fs.Float64Var(&s.otelSampleRatio, "otel-sample-ratio", tracing.DefaultSampleRatio, "share of CONNECTs, SUBSCRIBEs, SENDs and API publishes that start a trace, from 0 to 1; a client's own traceparent never counts")
+	fs.IntVar(&s.otelMaxTraces, "otel-max-traces-per-second", tracing.DefaultMaxTracesPerSecond, "most traces started per second, whatever the ratio and the traffic, so that a busy instance's tracing cost stays bounded (0: no cap)")
 	fs.StringVar(&s.otelServiceName, "otel-service-name", tracing.DefaultServiceName, "service.name of the spans")
 }
 
@@ -60,6 +62,9 @@ func (s *settings) validateTracing() error {
 			return badSetting("otel-endpoint", maskSetting("otel-endpoint", s.otelEndpoint), "must be an http:// or https:// URL with a host, or empty")
 		}
 	}
+	if s.otelMaxTraces < 0 {
+		return badSetting("otel-max-traces-per-second", s.otelMaxTraces, "must not be negative (0: no cap)")
+	}
 	if s.otelServiceName == "" {
 		return badSetting("otel-service-name", `""`, "must not be empty")
 	}
@@ -72,12 +77,17 @@ func (a *app) newTracer(st *settings, logger *slog.Logger) error {
 	if st.otelEndpoint == "" {
 		return nil
 	}
+	maxTraces := st.otelMaxTraces
+	if maxTraces == 0 {
+		maxTraces = -1 // the flag's 0 is the library's "no cap"
+	}
 	t, err := tracing.New(tracing.Config{
-		Endpoint:    st.otelEndpoint,
-		Exporter:    st.otelExporter,
-		SampleRatio: st.otelSampleRatio,
-		ServiceName: st.otelServiceName,
-		Logger:      logger,
+		Endpoint:           st.otelEndpoint,
+		Exporter:           st.otelExporter,
+		SampleRatio:        st.otelSampleRatio,
+		MaxTracesPerSecond: maxTraces,
+		ServiceName:        st.otelServiceName,
+		Logger:             logger,
 	})
 	if err != nil {
 		return err
