@@ -10,7 +10,9 @@
 // A CONNECT, a SUBSCRIBE, a SEND and an API publish each start a new
 // trace with probability Config.SampleRatio, decided by the Tracer with
 // one random draw before anything is allocated: at the default 1 %, the
-// 99 frames in 100 that are not traced cost that draw only. A traced
+// 99 frames in 100 that are not traced cost that draw only. At most
+// Config.MaxTracesPerSecond traces start each second, so that 1 % of a
+// busy instance's traffic costs a bounded amount. A traced
 // SEND gives its message a W3C traceparent (broker.Message.Trace) that
 // the relay carries to the other instances, each of which records the
 // delivery as a child of the SEND's span, and that an app destination's
