@@ -97,7 +97,7 @@ func New(cfg Config) (*Tracer, error) {
 		// with a parent follows the parent's decision.
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())),
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", c.ServiceName))),
-		sdktrace.WithSpanLimits(limits),
+		sdktrace.WithRawSpanLimits(limits),
 		sdktrace.WithSpanProcessor(proc),
 	)
 	return &Tracer{
