@@ -165,6 +165,15 @@ func TestTraceAcrossInstances(t *testing.T) {
 	if p, d := publishes[0].SpanContext, deliveries[1]; d.Parent.SpanID() != p.SpanID() || d.SpanContext.TraceID() != p.TraceID() {
 		t.Errorf("delivery on B of the API publish: parent %s, want %s", d.Parent.SpanID(), p.SpanID())
 	}
+	// What the exporter took is counted, nothing dropped.
+	exported := float64(len(c.flushed(t, exps, 0)))
+	s := scrape(t, c.bases[0])
+	if got := s.sum("stompgate_trace_spans_total", `result="exported"`); got != exported {
+		t.Errorf("stompgate_trace_spans_total{result=exported} = %v, want %v", got, exported)
+	}
+	if got := s.sum("stompgate_trace_spans_total", `result="dropped"`) + s.sum("stompgate_traces_capped_total"); got != 0 {
+		t.Errorf("dropped and capped = %v, want 0", got)
+	}
 }
 
 // TestClientTraceparentForcesNothing: at -otel-sample-ratio 0, SENDs
@@ -219,6 +228,9 @@ func TestTracingOffNoTraceparent(t *testing.T) {
 	for i, a := range c.apps {
 		if a.tracer != nil {
 			t.Fatalf("instance %d has a tracer without -otel-endpoint", i)
+		}
+		if n := scrape(t, c.bases[i]).sum("stompgate_trace_spans_total"); n != 0 {
+			t.Errorf("instance %d counts %v spans without tracing", i, n)
 		}
 	}
 	const dest = "/topic/room.off"

@@ -11,6 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/stompgate/stompgate/api"
+	"github.com/stompgate/stompgate/metrics"
 	"github.com/stompgate/stompgate/relay"
 	"github.com/stompgate/stompgate/server"
 	"github.com/stompgate/stompgate/tracing"
@@ -93,6 +94,10 @@ func (a *app) newTracer(st *settings, logger *slog.Logger) error {
 		return err
 	}
 	a.tracer = t
+	a.registry.MustRegister(metrics.NewTracingCollector(func() metrics.TracingStats {
+		st := t.Stats()
+		return metrics.TracingStats{Exported: st.Exported, Failed: st.Failed, Dropped: st.Dropped, Capped: st.Capped}
+	}))
 	return nil
 }
 
