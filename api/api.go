@@ -79,6 +79,8 @@ type Config struct {
 	// Logger receives refused requests at debug level. Nil:
 	// slog.Default().
 	Logger *slog.Logger
+	// Tracer records a span per accepted publish request. Nil: none.
+	Tracer Tracer
 }
 
 // handler serves the API.

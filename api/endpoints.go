@@ -117,7 +117,7 @@ func (h *handler) publish(r *http.Request) (int, any) {
 	for _, n := range names {
 		headers = append(headers, stompframe.Header{Name: n, Value: req.Headers[n]})
 	}
-	id, n := h.cfg.Server.Publish(req.Destination, headers, body)
+	id, n := h.publishTraced(r, req.Destination, headers, body)
 	return http.StatusAccepted, publishResponse{ID: id, Delivered: n}
 }
 

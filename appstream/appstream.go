@@ -133,7 +133,7 @@ func (h *Handler) fields(m server.AppMessage) []any {
 	}
 	// A map of strings always encodes.
 	headers, _ := json.Marshal(hs)
-	return []any{
+	f := []any{
 		"destination", m.Destination,
 		"principal", m.Principal,
 		"session", m.Session,
@@ -142,4 +142,8 @@ func (h *Handler) fields(m server.AppMessage) []any {
 		"headers", headers,
 		"body", m.Body,
 	}
+	if m.Trace != "" {
+		f = append(f, "traceparent", m.Trace)
+	}
+	return f
 }

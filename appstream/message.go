@@ -18,6 +18,10 @@ type Message struct {
 	Headers map[string]string
 	// Body is the SEND's body.
 	Body []byte
+	// Traceparent is the W3C traceparent of a SEND the server traced
+	// (server.AppMessage.Trace), for the backend to continue its trace;
+	// empty for the others.
+	Traceparent string
 }
 
 // Parse turns a stream entry written by Handler into a Message. An entry
@@ -36,6 +40,7 @@ func Parse(e redis.XMessage) (Message, error) {
 		Instance:    str("instance"),
 		ID:          str("id"),
 		Body:        []byte(str("body")),
+		Traceparent: str("traceparent"),
 	}
 	if m.Destination == "" {
 		return m, fmt.Errorf("appstream: entry %s has no destination", e.ID)

@@ -23,6 +23,11 @@ type Message struct {
 	// Binary is true when the body is not valid UTF-8, so it must travel
 	// in a binary WebSocket message.
 	Binary bool
+	// Trace is the W3C traceparent of a message the server chose to
+	// trace (see TraceHeader), set before it is published; empty for
+	// the others. It travels to other instances and to the backend, and
+	// is never written into a MESSAGE frame.
+	Trace string
 
 	headers []stompframe.Header
 	body    []byte
@@ -47,14 +52,17 @@ type Message struct {
 // describe the SEND rather than the message; NewMessage does not pass
 // them through, and a relay refuses a payload that carries one. "token"
 // carries the sender's refreshed credentials (see
-// interceptor.PrincipalStage), which no subscriber may see; the last four
+// interceptor.PrincipalStage), which no subscriber may see; the next four
 // are a history's position and recovery outcome (package history), which
-// the server alone sets on a MESSAGE, so a client cannot forge them.
+// the server alone sets on a MESSAGE, so a client cannot forge them;
+// TraceHeader is the server's sampling decision (Message.Trace), which a
+// client must not make for it.
 func Reserved(name string) bool {
 	switch name {
 	case "destination", "content-length", "receipt", "transaction",
 		"message-id", "subscription", "ack", "token",
-		"x-stream-offset", "x-stream-epoch", "recovered", "recovery-reason":
+		"x-stream-offset", "x-stream-epoch", "recovered", "recovery-reason",
+		TraceHeader:
 		return true
 	}
 	return false

@@ -318,6 +318,17 @@
 //     stale (timestamp beyond -relay-max-age: a replay). Local delivery
 //     is never affected.
 //
+// OpenTelemetry tracing (-otel-endpoint; docs/tracing.md), read at the
+// scrape (NewTracingCollector), present only while tracing is on:
+//
+//   - stompgate_trace_spans_total{result}: sampled spans exported,
+//     failed (their export failed: the collector down, slow or
+//     refusing) or dropped (the bounded export queue was full). Dropped
+//     or failed above 0 for long: the collector does not keep up.
+//   - stompgate_traces_capped_total: frames drawn for a trace that
+//     -otel-max-traces-per-second kept untraced; the cap, not the ratio,
+//     decides how much this instance traces while it grows.
+//
 // Instance admission (-max-sessions, -admit-rate, -memory-limit), in
 // front of the server, behind the per-client limits:
 //

@@ -43,6 +43,7 @@ func registeredFamilies(t *testing.T) map[string]family {
 	m.AdmissionRefused(AdmissionMemory)
 	reg.MustRegister(NewAdmissionCollector(func() AdmissionStats { return AdmissionStats{Refusing: "memory"} }))
 	reg.MustRegister(NewHistoryCollector(func() HistoryStats { return HistoryStats{} }))
+	reg.MustRegister(NewTracingCollector(func() TracingStats { return TracingStats{} }))
 
 	fams := map[string]family{}
 	for name, mf := range gather(t, reg) {

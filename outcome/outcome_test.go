@@ -32,6 +32,7 @@ func TestLabelsAreUnique(t *testing.T) {
 	checkUnique(t, "AppResults", AppResults())
 	checkUnique(t, "AppBacklogBounds", AppBacklogBounds())
 	checkUnique(t, "APIEndpoints", APIEndpoints())
+	checkUnique(t, "SpanResults", SpanResults())
 }
 
 func TestCloseCodes(t *testing.T) {

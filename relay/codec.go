@@ -31,10 +31,18 @@ func appendMessage(dst []byte, s *Signer, now time.Time, inst string, m *broker.
 	dst = appendString(dst, inst)
 	dst = appendString(dst, m.Destination)
 	hs := m.Headers()
-	dst = binary.AppendUvarint(dst, uint64(len(hs)))
+	n := len(hs)
+	if m.Trace != "" {
+		n++
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
 	for _, h := range hs {
 		dst = appendString(dst, h.Name)
 		dst = appendString(dst, h.Value)
+	}
+	if m.Trace != "" {
+		dst = appendString(dst, broker.TraceHeader)
+		dst = appendString(dst, m.Trace)
 	}
 	dst = append(dst, m.Body()...)
 	return s.finish(dst, start)
@@ -53,6 +61,7 @@ type wireMessage struct {
 	instance string
 	dest     string
 	headers  []stompframe.Header
+	trace    string // broker.Message.Trace; "" when none or not valid
 	body     []byte
 }
 
@@ -91,17 +100,22 @@ func decodeMessageWithin(p, skip string, s *Signer, now time.Time, maxAge time.D
 		return w, DropMalformed
 	}
 	if n > 0 {
-		w.headers = make([]stompframe.Header, n)
-		for i := range w.headers {
-			h := &w.headers[i]
-			h.Name = d.String()
-			h.Value = d.String()
+		w.headers = make([]stompframe.Header, 0, n)
+		for range n {
+			h := stompframe.Header{Name: d.String(), Value: d.String()}
+			if h.Name == broker.TraceHeader {
+				if w.trace == "" && broker.ValidTrace(h.Value) {
+					w.trace = h.Value
+				}
+				continue
+			}
 			// Every instance sends what stompframe or the server API
 			// accepted, which is UTF-8; a header that is not would reach
 			// clients in a text message, which browsers refuse whole.
 			if broker.Reserved(h.Name) || !utf8.ValidString(h.Name) || !utf8.ValidString(h.Value) {
 				return w, DropMalformed
 			}
+			w.headers = append(w.headers, h)
 		}
 	}
 	if d.Bad {

@@ -144,6 +144,18 @@ type Config struct {
 	// channel is subscribed again, one pair per storm, not per channel.
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer records the delivery of the traced messages that come from
+	// other instances. Nil: none.
+	Tracer Tracer
+}
+
+// Tracer continues, on this instance, the trace of a message published
+// on another; package tracing implements it, as it does server.Tracer.
+type Tracer interface {
+	// Deliver starts the span of the delivery of the message to dest
+	// whose trace is traceparent; end is called once it was handed to
+	// the local subscribers.
+	Deliver(traceparent, dest string) (end func())
 }
 
 // The direction label values of Observer.RelayMessages.

@@ -104,14 +104,20 @@
 //	instance   uvarint length, bytes: the publishing relay's id
 //	destination uvarint length, bytes
 //	headers    uvarint count, then per header: uvarint length, name,
-//	           uvarint length, value (the SEND's user headers)
+//	           uvarint length, value (the SEND's user headers, then
+//	           broker.TraceHeader with the message's trace, if it has one)
 //	body       the rest of the payload
 //
 // with lengths as encoding/binary uvarints; flags, mac and timestamp are
 // the envelope of Signer, which disconnect requests between instances use
 // too. A payload that does not parse, carries a header the broker sets
 // itself, or has a destination, header name or value that is not UTF-8,
-// is dropped and counted (DropMalformed).
+// is dropped and counted (DropMalformed). The trace header is the one
+// reserved name a payload may carry: it becomes the message's trace
+// when broker.ValidTrace accepts it, and is ignored otherwise, so that
+// an instance that predates it, which passed a client's traceparent on as
+// a user header, is still understood. A traced message is followed
+// across instances by Config.Tracer.
 //
 // # Trust
 //

@@ -149,7 +149,11 @@ func (r *Relay) deliver(payload string) {
 	}
 	// r.broker was set by Start before the goroutine that started this
 	// receiver, so it is read without the lock.
-	n := r.broker.Publish(broker.NewMessageParts(r.broker.NextID(), w.dest, w.headers, w.body))
+	m := broker.NewMessageParts(r.broker.NextID(), w.dest, w.headers, w.body)
+	if m.Trace = w.trace; m.Trace != "" && r.cfg.Tracer != nil {
+		defer r.cfg.Tracer.Deliver(m.Trace, m.Destination)()
+	}
+	n := r.broker.Publish(m)
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)
 }

@@ -25,6 +25,7 @@ var adapterPackages = []string{
 	module + "reconnect",
 	module + "relay",
 	module + "sessioncap",
+	module + "tracing",
 }
 
 // siblingPaths returns, for each adapter that depends on another one,

@@ -72,6 +72,10 @@ type AppMessage struct {
 	// Body is the SEND's body. Do not modify it; copy what is kept after
 	// HandleApp returns.
 	Body []byte
+	// Trace is the W3C traceparent of a SEND the server traces (see
+	// Tracer), for the backend to continue the trace; empty for the
+	// others, and always when Config.Tracer is nil.
+	Trace string
 }
 
 // AppHandler receives the app messages of every session. appstream.Handler
@@ -157,6 +161,7 @@ func (s *session) handleApp(m *broker.Message, receipt string) (end bool) {
 		RemoteIP:    s.st.RemoteIP,
 		Headers:     m.Headers(),
 		Body:        m.Body(),
+		Trace:       m.Trace,
 	})
 	if be := (*AppBacklogError)(nil); errors.As(err, &be) {
 		s.srv.appHandled(outcome.AppRefused)

@@ -298,6 +298,10 @@ type Config struct {
 	// Compression configures permessage-deflate. The zero value
 	// negotiates none (see Compression).
 	Compression Compression
+
+	// Tracer records spans of CONNECTs, SUBSCRIBEs, SENDs and deliveries
+	// (see Tracer). Nil: none, at the cost of a nil check per frame.
+	Tracer Tracer
 }
 
 // Relay carries messages that passed the chain to other instances. The

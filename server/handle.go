@@ -268,6 +268,9 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 		s.stampSender(f)
 	}
 	m := broker.NewMessage(s.srv.cfg.Broker.NextID(), f)
+	if s.srv.cfg.Tracer != nil {
+		defer s.srv.traceSend(m)()
+	}
 	if name, ok := f.Lookup("transaction"); ok {
 		return s.hold(name, m, receipt)
 	}

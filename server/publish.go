@@ -9,7 +9,10 @@ import (
 // every subscriber of dest on this instance and, through Config.Relay, on
 // the others. No client limit applies. headers are passed through as a
 // SEND's would be (the server's own, such as destination and
-// content-length, are ignored); headers and body are copied. It returns
+// content-length, are ignored); headers and body are copied. A valid
+// broker.TraceHeader among headers becomes the message's trace when the
+// server has a Config.Tracer: the program is trusted to choose what is
+// traced, a client is not (see Tracer). It returns
 // the message id and the number of local subscribers that took it. An
 // empty dest publishes nothing and returns an empty id.
 func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) (id string, delivered int) {
@@ -22,6 +25,7 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	// NewMessage drops them with the other reserved headers.
 	f.Headers = append(f.Headers, headers...)
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
+	s.adoptTrace(m, headers)
 	return m.ID, s.deliver(m, nil)
 }
 
@@ -30,6 +34,9 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 // it with its position. b is the publishing reader's batch, nil for the
 // program's own messages.
 func (s *Server) deliver(m *broker.Message, b *broker.Batch) int {
+	if m.Trace != "" && s.cfg.Tracer != nil {
+		defer s.cfg.Tracer.Deliver(m.Trace, m.Destination)()
+	}
 	if r, ok := s.historyOf(m.Destination); ok {
 		n, _ := s.cfg.History.Log.Append(m, r)
 		s.cfg.Observer.Delivered(m.Destination, n)

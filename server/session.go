@@ -262,7 +262,7 @@ func (s *session) decodeAll(now time.Time) bool {
 		if s.batch.Len() > 0 && !batchable(f) {
 			s.flushBatch()
 		}
-		if s.handle(f, now) {
+		if s.handleTraced(f, now) {
 			return true
 		}
 		if s.batch.Len() > 0 {

@@ -26,6 +26,7 @@ import (
 	"github.com/stompgate/stompgate/sessioncap"
 	"github.com/stompgate/stompgate/sessionlimit"
 	"github.com/stompgate/stompgate/stompframe"
+	"github.com/stompgate/stompgate/tracing"
 	"github.com/stompgate/stompgate/web"
 )
 
@@ -62,6 +63,8 @@ type app struct {
 	// deps are the Redis servers the configuration needs, as checked at
 	// start-up and reported by /readyz.
 	deps *dependencies
+	// tracer records spans (tracing.go); nil without -otel-endpoint.
+	tracer *tracing.Tracer
 }
 
 // newApp builds the server from settings that validate has accepted.
@@ -89,6 +92,9 @@ func newApp(st *settings, logger *slog.Logger) (_ *app, err error) {
 		return nil, err
 	}
 	if err := a.newAdmission(st, logger); err != nil {
+		return nil, err
+	}
+	if err := a.newTracer(st, logger); err != nil {
 		return nil, err
 	}
 	if err := a.newServer(st, logger); err != nil {
@@ -263,6 +269,7 @@ func (a *app) newServer(st *settings, logger *slog.Logger) error {
 		// this instance admits (zero: no rate, the server's default).
 		RetryRate:     st.admit.cfg.Rate,
 		RetryAfterMax: st.retryAfterMax,
+		Tracer:        a.serverTracer(),
 	})
 	if err != nil {
 		return err
@@ -355,7 +362,7 @@ func (a *app) newBroker(st *settings, obs observer, logger *slog.Logger) (*broke
 		return nil, nil, errors.New("-relay redis needs -redis-url")
 	}
 	r, err := relay.New(relay.Config{Client: a.redis, Observer: obs, Logger: logger,
-		MaxPayload: st.relayPayloadLimit(), Key: st.relayKey, MaxAge: st.relayMaxAge})
+		MaxPayload: st.relayPayloadLimit(), Key: st.relayKey, MaxAge: st.relayMaxAge, Tracer: a.relayTracer()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("-relay: %w", err)
 	}
@@ -452,6 +459,7 @@ func (a *app) close() {
 		_ = a.relay.Close()
 	}
 	_ = a.fanout.Close()
+	a.closeTracer()
 	if a.redis != nil {
 		_ = a.redis.Close()
 	}

@@ -178,7 +178,7 @@ func (a *app) mountAPI(mux *http.ServeMux, st *settings, logger *slog.Logger) er
 		// A published message may carry as many headers as a client's
 		// SEND may: -max-headers.
 		MaxHeaders: st.maxHeaders, MaxPageSize: st.apiMaxPageSize, Instance: instanceName(st.addr),
-		Observer: observer{a.metrics}, Logger: logger}
+		Observer: observer{a.metrics}, Logger: logger, Tracer: a.apiTracer()}
 	if a.fanout != nil {
 		cfg.Others = a.fanout
 	}

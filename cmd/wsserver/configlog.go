@@ -12,7 +12,7 @@ var secretSettings = map[string]bool{"jwt-secret": true, "api-key": true, "relay
 
 // urlSettings are URLs that may carry a password or a token in their
 // user info or query: logged without them.
-var urlSettings = map[string]bool{"redis-url": true, "app-redis-url": true, "jwt-jwks-url": true}
+var urlSettings = map[string]bool{"redis-url": true, "app-redis-url": true, "jwt-jwks-url": true, "otel-endpoint": true}
 
 // logConfig logs the effective configuration once at start-up: every
 // setting with the value in force (flag, environment or default), secrets

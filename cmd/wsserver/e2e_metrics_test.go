@@ -307,7 +307,7 @@ func TestHelpListsEnv(t *testing.T) {
 
 // TestHelpSections checks that -h prints its sections in order
 // (listeners, limits, admission, sessions, Redis, history, auth,
-// backend, operations), that
+// backend, tracing, operations), that
 // every flag sits in exactly one of them, and that its line is printed
 // under its own heading.
 func TestHelpSections(t *testing.T) {
@@ -317,7 +317,7 @@ func TestHelpSections(t *testing.T) {
 	}
 	usage := out.String()
 
-	wantOrder := []string{"Listeners:", "Limits:", "Admission:", "Sessions:", "Redis:", "History:", "Auth:", "Backend:", "Operations:"}
+	wantOrder := []string{"Listeners:", "Limits:", "Admission:", "Sessions:", "Redis:", "History:", "Auth:", "Backend:", "Tracing:", "Operations:"}
 	if len(flagSections) != len(wantOrder) {
 		t.Fatalf("%d sections, want %d: %q", len(flagSections), len(wantOrder), wantOrder)
 	}

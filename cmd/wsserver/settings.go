@@ -116,6 +116,7 @@ type settings struct {
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 	admissionSettings      // the instance admission (admission.go)
 	presenceSettings       // room members (presence.go)
+	tracingSettings        // OpenTelemetry spans (tracing.go)
 }
 
 // envName is the environment variable of a flag: WSSERVER_ and the name
@@ -201,6 +202,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.principalLimitFlags(fs)
 	s.admissionFlags(fs)
 	s.presenceFlags(fs)
+	s.tracingFlags(fs)
 
 	fs.Usage = func() { printUsage(out, fs) }
 	return fs

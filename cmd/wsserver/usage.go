@@ -57,6 +57,9 @@ var flagSections = []flagSection{
 		"app-stream-principal-bytes", "app-stream-address-bytes", "app-stream-total-bytes",
 		"app-redis-url", "redis-allow-eviction", "api-key", "api-max-body", "api-max-page-size",
 	}},
+	{"Tracing: OpenTelemetry spans of frames and of each message across instances", []string{
+		"otel-endpoint", "otel-sample-ratio", "otel-max-traces-per-second", "otel-service-name",
+	}},
 	{"Operations: logs, metrics, draining, shutdown and processors", []string{
 		"log-level", "log-format", "metrics-destination-prefixes",
 		"drain-period", "drain-grace", "shutdown-timeout",

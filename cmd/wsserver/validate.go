@@ -124,6 +124,9 @@ func (s *settings) validate() error {
 	if err := s.validatePresence(); err != nil {
 		return err
 	}
+	if err := s.validateTracing(); err != nil {
+		return err
+	}
 	if err := s.validateRelayTrust(); err != nil {
 		return err
 	}

@@ -422,6 +422,7 @@ func TestChartRefuses(t *testing.T) {
 	}{
 		{"grace shorter than the drain", []string{"--set", "terminationGracePeriodSeconds=30"}, "terminationGracePeriodSeconds 30 must exceed the drain"},
 		{"a setting the chart renders", []string{"--set", "settings.addr=:1"}, "settings.addr: set it through its own value"},
+		{"the collector as a setting", []string{"--set", "settings.otel-endpoint=http://c:4318"}, "settings.otel-endpoint: set it through its own value"},
 		{"not a flag name", []string{"--set", "settings.Max_Sessions=1"}, "settings.Max_Sessions: want a flag name"},
 		{"memory with a fraction", []string{"--set", "resources.limits.memory=1.5Gi"}, `resources.limits.memory "1.5Gi"`},
 		{"memory share too high", []string{"--set", "memoryLimitPercent=100"}, "memoryLimitPercent 100: want 50 to 99"},
@@ -434,6 +435,29 @@ func TestChartRefuses(t *testing.T) {
 			t.Errorf("%s: rendered:\n%.300s", c.name, out)
 		} else if !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestChartOtel: otel.endpoint renders -otel-endpoint, and the default
+// values render no tracing at all.
+func TestChartOtel(t *testing.T) {
+	t.Parallel()
+	for _, r := range renderings {
+		m, err := Validate(render(t, r.args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{}
+		for _, e := range m.Of("Deployment")[0].Value.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		want := ""
+		if r.name == "full" {
+			want = "http://otel-collector.observability:4318"
+		}
+		if got := env["WSSERVER_OTEL_ENDPOINT"]; got != want {
+			t.Errorf("%s: WSSERVER_OTEL_ENDPOINT = %q, want %q", r.name, got, want)
 		}
 	}
 }
