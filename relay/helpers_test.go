@@ -69,7 +69,7 @@ func startInstanceConfig(t *testing.T, name string, client redis.UniversalClient
 	obs := newCountingObserver()
 	logs := &logRecorder{}
 	r, err := New(Config{Client: client, Observer: obs, Logger: slog.New(logs), RetryInterval: 20 * time.Millisecond, PingInterval: time.Second,
-		MaxPayload: cfg.MaxPayload, Key: cfg.Key, MaxAge: cfg.MaxAge})
+		MaxPayload: cfg.MaxPayload, Key: cfg.Key, MaxAge: cfg.MaxAge, Tracer: cfg.Tracer})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

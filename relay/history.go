@@ -104,9 +104,10 @@ func (r *Relay) forgetLive(g int) {
 }
 
 // deliverFrame hands a history's frame from channel to the local broker
-// with its position headers. Unlike a plain payload, the instance's own
-// is delivered too. The payload must name the destination whose channel
-// it came on, so that nobody who can publish on one channel reaches
+// with its position headers, and its trace to Config.Tracer. Unlike a
+// plain payload, the instance's own is delivered too. The payload must
+// name the destination whose channel it came on, so that nobody who can
+// publish on one channel reaches
 // another destination's subscribers with a position of the first.
 func (r *Relay) deliverFrame(channel, p string) {
 	if len(p) > r.cfg.MaxPayload+frameOverhead {
@@ -129,7 +130,11 @@ func (r *Relay) deliverFrame(channel, p string) {
 	hs := append(w.headers,
 		stompframe.Header{Name: history.HeaderOffset, Value: strconv.FormatUint(pos.Offset, 10)},
 		stompframe.Header{Name: history.HeaderEpoch, Value: pos.Epoch})
-	n := r.broker.Publish(broker.NewMessageParts(r.broker.NextID(), w.dest, hs, w.body))
+	m := broker.NewMessageParts(r.broker.NextID(), w.dest, hs, w.body)
+	if m.Trace = w.trace; m.Trace != "" && r.cfg.Tracer != nil {
+		defer r.cfg.Tracer.Deliver(m.Trace, m.Destination)()
+	}
+	n := r.broker.Publish(m)
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)
 }

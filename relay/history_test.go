@@ -24,7 +24,8 @@ import (
 // dropped; a replayed payload is accepted up to For plus MaxAge old.
 func TestHistoryFrames(t *testing.T) {
 	rs := testredis.Start(t)
-	cfg := Config{Key: testKey, MaxAge: 2 * time.Second}
+	tracer := &recordingTracer{}
+	cfg := Config{Key: testKey, MaxAge: 2 * time.Second, Tracer: tracer}
 	newClient := func() redis.UniversalClient {
 		return redis.NewClient(&redis.Options{Addr: rs.Addr, ContextTimeoutEnabled: true})
 	}
@@ -69,6 +70,7 @@ func TestHistoryFrames(t *testing.T) {
 	waitDrops(t, b, DropMalformed, 2)
 
 	m := broker.NewMessageParts("x", dest, []stompframe.Header{{Name: "x-k", Value: "v"}}, []byte("kept"))
+	m.Trace = testTrace
 	if n, ok := a.relay.Append(m, history.Retention{}); n != 0 || !ok {
 		t.Fatalf("Append = %d, %v; want 0 (delivered when it comes back), true", n, ok)
 	}
@@ -79,6 +81,15 @@ func TestHistoryFrames(t *testing.T) {
 				msg.Header.Get(history.HeaderOffset), msg.Header.Get(history.HeaderEpoch), msg.Header.Get("x-k"))
 		}
 	}
+
+	// The trace came back with the frame: one delivery span on each
+	// instance, the publishing one too, and none on the frames dropped.
+	poll.Until(t, clientTimeout, func() error {
+		if got := tracer.delivered(); len(got) != 2 || got[0] != testTrace+" "+dest || got[1] != got[0] {
+			return fmt.Errorf("delivery spans = %q, want two of %s on %s", got, testTrace, dest)
+		}
+		return nil
+	})
 
 	// A replay from history: up to For plus MaxAge old.
 	old := appendMessage(nil, a.relay.signer, time.Now().Add(-5*time.Minute), a.relay.instance, m)

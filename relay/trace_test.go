@@ -2,6 +2,7 @@ package relay
 
 import (
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stompgate/stompgate/broker"
@@ -47,4 +48,25 @@ func TestDecodeInvalidTrace(t *testing.T) {
 			t.Errorf("trace %q: got trace %q headers %q, want none and %q", bad, w.trace, w.headers, hs[:1])
 		}
 	}
+}
+
+// recordingTracer records the deliveries a relay traces, as
+// "traceparent destination", in the order their spans ended.
+type recordingTracer struct {
+	mu   sync.Mutex // guards ends
+	ends []string
+}
+
+func (r *recordingTracer) Deliver(traceparent, dest string) func() {
+	return func() {
+		r.mu.Lock()
+		r.ends = append(r.ends, traceparent+" "+dest)
+		r.mu.Unlock()
+	}
+}
+
+func (r *recordingTracer) delivered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ends)
 }
