@@ -39,7 +39,7 @@ type CompressionOptions struct {
 
 // DefaultCompressionLevel is the default CompressionOptions.Level:
 // flate.DefaultCompression's level. On 4 KB JSON frames it writes 15 %
-// fewer bytes than flate.BestSpeed for about 1.7 times the CPU of one
+// fewer bytes than flate.BestSpeed for 1.5 to 1.7 times the CPU of one
 // compression (BenchmarkDeflateRatio), a cost that one encoding shared
 // by many connections (AppendDeflated) spreads over all of them.
 const DefaultCompressionLevel = 6
