@@ -6,13 +6,26 @@ import (
 
 // Compression defaults, each with the reason for its value.
 const (
-	// DefaultCompressionLevel is compress/flate's BestSpeed, the
-	// cheapest per compression: it is paid once per broadcast, but per
-	// delivery under context takeover and in rooms of a few. Level 6
-	// writes 15 % fewer bytes on 4 KB game-state JSON (3.3 times fewer
-	// than uncompressed against 2.8, BENCHMARKS.md), for deployments
-	// that broadcast to many.
-	DefaultCompressionLevel = 1
+	// DefaultCompressionLevel is compress/flate's default level, chosen
+	// by measurement: a broadcast is compressed once and shared, so at a
+	// thousand subscribers per destination the level's CPU is spread
+	// over a thousand deliveries. On 4 KB game-state JSON there, level
+	// 6 wrote 3.3 times fewer bytes than uncompressed (level 1: 2.8, 4:
+	// 3.1, 9: the same as 6) for the CPU of uncompressed delivery, since
+	// fewer bytes to write pay for the compression (BENCHMARKS.md,
+	// Compression). On 400-byte chat the level changes little (1.6 to
+	// 1.65 times). Where a compression serves few deliveries (rooms of a
+	// few, or context takeover, one compression per delivery) level 6
+	// costs more than 1 per delivery; -compression-level trades back.
+	DefaultCompressionLevel = 6
+	// ownFrameLevel is the level of the frames a session compresses for
+	// itself alone (CONNECTED, RECEIPT, ERROR, batches of MESSAGEs too
+	// short to share) when context takeover is off: nothing shares them,
+	// so the reason for Level does not hold, and compress/flate's levels
+	// 2 to 9 clear 640 KiB of hash tables at each reset: 25 to 31 µs for
+	// a 142-byte CONNECTED at level 6 against 17 to 22 µs at level 1,
+	// for 2 bytes more.
+	ownFrameLevel = 1
 	// DefaultCompressionMinSize is the frame size, in bytes, below which
 	// a WebSocket message goes out uncompressed: without context
 	// takeover each message carries its own Huffman tables and block
@@ -34,7 +47,10 @@ type Compression struct {
 	// Enabled accepts permessage-deflate from clients that offer it.
 	// Default false: no extension is negotiated.
 	Enabled bool
-	// Level is the compress/flate level, 1 to 9. Zero means
+	// Level is the compress/flate level, 1 to 9, of the shared
+	// encodings of MESSAGEs and, with ContextTakeover, of each
+	// session's compressor (at least 2 there); a session's own frames
+	// are compressed at level 1 otherwise. Zero means
 	// DefaultCompressionLevel; other values are an error.
 	Level int
 	// MinSize is the payload size, in bytes, below which a WebSocket
@@ -43,11 +59,14 @@ type Compression struct {
 	MinSize int
 	// ContextTakeover keeps a compressor per session for its whole
 	// output, each message compressed with the ones before it as its
-	// dictionary: 2.4 to 2.5 times fewer bytes on 400-byte chat messages
-	// instead of 1.5 (BENCHMARKS.md), for a compressor held by every
-	// session that negotiated it from its first compressed message on,
-	// idle or not (1.15 MiB of heap at level 1), and one compression per
-	// delivery instead of one per broadcast. Default false.
+	// dictionary: 3.5 times fewer bytes on 400-byte chat messages in
+	// rooms of 9 instead of 1.56 (BENCHMARKS.md), for a compressor held
+	// by every session that negotiated it from its first compressed
+	// message on (its CONNECTED frame), idle or not (0.8 MiB of heap,
+	// 0.35 to 0.9 MiB of it resident), and one compression per delivery
+	// instead of one per broadcast. The compressor runs at Level but at
+	// least 2, compress/flate's fastest level that keeps a window.
+	// Default false.
 	ContextTakeover bool
 }
 
@@ -70,7 +89,13 @@ func (c *Compression) acceptOptions() *wsconn.CompressionOptions {
 	if !c.Enabled {
 		return nil
 	}
-	return &wsconn.CompressionOptions{Level: c.Level, MinSize: c.MinSize, ContextTakeover: c.ContextTakeover}
+	level := c.Level
+	if !c.ContextTakeover {
+		// The connection compresses only the session's own frames;
+		// MESSAGEs go out shared, compressed at c.Level.
+		level = ownFrameLevel
+	}
+	return &wsconn.CompressionOptions{Level: level, MinSize: c.MinSize, ContextTakeover: c.ContextTakeover}
 }
 
 // deflatedBatch reports whether a batch of items goes out as one
@@ -102,11 +127,10 @@ func (s *session) appendDeflatedItem(buf []byte, it *outItem, joined bool) ([]by
 	if joined {
 		buf = wsconn.AppendSyncFlush(buf)
 	}
-	level := s.srv.cfg.Compression.Level
 	if it.msg != nil {
-		return it.msg.AppendDeflatedFrame(buf, it.sub, level), it.msg.Binary
+		return it.msg.AppendDeflatedFrame(buf, it.sub, s.srv.cfg.Compression.Level), it.msg.Binary
 	}
-	return wsconn.AppendDeflated(buf, it.raw, level), false
+	return wsconn.AppendDeflated(buf, it.raw, ownFrameLevel), false
 }
 
 // appendDeflatedItems is appendItems for a deflated batch.

@@ -182,6 +182,33 @@ func TestCompressionMinSize(t *testing.T) {
 	}
 }
 
+// TestCompressionOwnFrameLevel checks that a frame a session compresses
+// for itself alone (its CONNECTED) is compressed at ownFrameLevel, not at
+// the Level that shared MESSAGE encodings use: the same bytes as
+// wsconn.AppendDeflated gives it at level 1, which differ from level 9's.
+func TestCompressionOwnFrameLevel(t *testing.T) {
+	ts := startServer(t, Config{Compression: Compression{Enabled: true, Level: 9, MinSize: -1}})
+	s, _ := dialTCPWith(t, ts.url, deflateOffer)
+	if _, err := s.nc.Write(maskedFrame(0x81, []byte("CONNECT\naccept-version:1.2\nhost:h\nheart-beat:0,0\n\n\x00"))); err != nil {
+		t.Fatal(err)
+	}
+	b0, p := s.nextFrame()
+	if b0 != 0x81|0x40 {
+		t.Fatalf("first byte %#x, want a final compressed text frame (0xc1)", b0)
+	}
+	frame := inflateStream(t, p)
+	if !bytes.HasPrefix(frame, []byte("CONNECTED\n")) {
+		t.Fatalf("inflated %.40q, want CONNECTED", frame)
+	}
+	own, shared := wsconn.AppendDeflated(nil, frame, ownFrameLevel), wsconn.AppendDeflated(nil, frame, 9)
+	if bytes.Equal(own, shared) {
+		t.Fatalf("levels %d and 9 encode %q alike: the test cannot tell them apart", ownFrameLevel, frame)
+	}
+	if !bytes.Equal(p, own) {
+		t.Errorf("CONNECTED compressed as % x, want level %d's % x (level 9's is % x)", p, ownFrameLevel, own, shared)
+	}
+}
+
 // TestCompressionContextTakeover checks that with ContextTakeover the
 // server keeps its window between messages: the answer allows it, each
 // message inflates with the ones before it as its dictionary, and a
