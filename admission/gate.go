@@ -105,6 +105,11 @@ type State struct {
 	// Backlog is the refused clients told to come back within
 	// RetryAfterMax: the pressure the Retry-After window grows with.
 	Backlog int
+	// PeakAdmitted is the most admitting decisions the Gate has taken
+	// within any PeakWindow since it was made (refunded ones included),
+	// at most 4,096: with a rate, never more than Rate × PeakWindow +
+	// Burst plus the tokens refunded in that window.
+	PeakAdmitted int
 }
 
 // Gate decides whether this instance takes one more session: under its
@@ -122,6 +127,7 @@ type Gate struct {
 	last     time.Time // when tokens was last refilled; zero: full bucket
 	mem      memoryGauge
 	sched    schedule
+	peak     peakTracker
 }
 
 // New returns a Gate for cfg, with defaults filled in on a copy.
@@ -214,8 +220,27 @@ func (g *Gate) decide(now time.Time, take bool) Decision {
 		if g.cfg.Rate > 0 {
 			g.tokens--
 		}
+		g.peak.record(now)
 	}
 	return Decision{Admitted: true}
+}
+
+// Refund gives back both what an admitting AdmitAt took, the slot and
+// the token, for a request that a later check refused before it became
+// a session (the per-client handshake limit or session cap, when they
+// run after the admission: MiddlewareConfig.Checks). The token goes
+// back into the bucket, never above the burst, so a client refused for
+// its own excess does not spend the instance's rate. Call it instead of
+// Release, at most once per admitting decision.
+func (g *Gate) Refund() {
+	g.mu.Lock()
+	if g.sessions > 0 {
+		g.sessions--
+	}
+	if g.cfg.Rate > 0 {
+		g.tokens = min(g.burst, g.tokens+1)
+	}
+	g.mu.Unlock()
 }
 
 // Release gives back the slot of an admitting decision. Call it once
@@ -237,11 +262,12 @@ func (g *Gate) StateAt(now time.Time) State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := State{
-		Sessions:    g.sessions,
-		MaxSessions: g.cfg.MaxSessions,
-		MemoryLimit: g.cfg.MemoryLimit,
-		Refusing:    g.refusingLocked(now),
-		Backlog:     g.sched.pending(now, 1),
+		Sessions:     g.sessions,
+		MaxSessions:  g.cfg.MaxSessions,
+		MemoryLimit:  g.cfg.MemoryLimit,
+		Refusing:     g.refusingLocked(now),
+		Backlog:      g.sched.pending(now, 1),
+		PeakAdmitted: g.peak.peak,
 	}
 	if g.cfg.MemoryLimit > 0 {
 		st.MemoryUsed = g.mem.used

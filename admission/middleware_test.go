@@ -116,3 +116,79 @@ func TestMiddlewareReleasesOnPanic(t *testing.T) {
 		t.Errorf("sessions after the panic = %d, want 0", st.Sessions)
 	}
 }
+
+// With Checks, the Gate decides first: a busy instance refuses before
+// any check runs; a request a check refuses gives its token and slot
+// back and is not counted admitted; one that reaches next holds its
+// slot until the session ends.
+func TestMiddlewareChecks(t *testing.T) {
+	g := newGate(t, Config{Rate: 0.001, Burst: 1, MaxSessions: 10})
+	obs := &countObserver{refused: map[string]int{}}
+	checked, reached := 0, 0
+	refuse := true
+	h, err := Middleware(MiddlewareConfig{Gate: g, Observer: obs, Now: func() time.Time { return t0 },
+		Checks: func(next http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				checked++
+				if refuse {
+					http.Error(w, "too many", http.StatusTooManyRequests)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		}},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check refuses three times: the one token comes back each time.
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, upgradeRequest())
+		if w.Code != http.StatusTooManyRequests || checked != i+1 {
+			t.Fatalf("refused by the check: %d, checked %d", w.Code, checked)
+		}
+	}
+	if st := g.StateAt(t0); st.Sessions != 0 || obs.admitted != 0 || reached != 0 {
+		t.Fatalf("after the check's refusals: %d sessions, %d admitted, %d reached", st.Sessions, obs.admitted, reached)
+	}
+	refuse = false
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, upgradeRequest())
+	if reached != 1 || obs.admitted != 1 {
+		t.Fatalf("passing the check: reached %d, admitted %d", reached, obs.admitted)
+	}
+	// next never ran the session-end functions: the slot is held.
+	if st := g.StateAt(t0); st.Sessions != 1 {
+		t.Errorf("sessions after a handoff = %d, want 1", st.Sessions)
+	}
+	// The token is spent: the next is refused before the check runs.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, upgradeRequest())
+	if w.Code != http.StatusServiceUnavailable || checked != 4 || obs.refused[outcome.AdmissionRate] != 1 {
+		t.Errorf("over the rate: %d, checked %d, refusals %v", w.Code, checked, obs.refused)
+	}
+}
+
+// A panic in a check gives the token and the slot back.
+func TestMiddlewareChecksPanic(t *testing.T) {
+	g := newGate(t, Config{Rate: 0.001, Burst: 1})
+	h, err := Middleware(MiddlewareConfig{Gate: g, Now: func() time.Time { return t0 },
+		Checks: func(http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), nil
+		}}, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on up")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	}()
+	if d := g.AdmitAt(t0); !d.Admitted {
+		t.Errorf("token not given back after the panic: %+v", d)
+	}
+}
