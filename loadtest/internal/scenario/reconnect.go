@@ -52,6 +52,9 @@ const (
 	maxRefusalReasons = 20
 	// rssSampleEvery is how often B's RSS is read during the storm.
 	rssSampleEvery = 100 * time.Millisecond
+	// metricPeakAdmitted is B's gauge of the most sessions it admitted
+	// within any 100 ms: the arrivals as the server counts them.
+	metricPeakAdmitted = "stompgate_admission_peak_admitted"
 )
 
 func (c *reconnectConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
@@ -441,6 +444,9 @@ wait:
 		rr.RSSHWMBytes = v
 	}
 	if after, err := scrape.Fetch(context.WithoutCancel(ctx), b.metricsURL()); err == nil && before != nil {
+		if v, ok := after[metricPeakAdmitted]; ok {
+			rr.ServerPeakAdmitted = int(v)
+		}
 		rr.ServerHandshakes = map[string]int64{}
 		for k, v := range after {
 			if strings.HasPrefix(k, "stompgate_handshakes_total{") {

@@ -65,6 +65,14 @@ type reconnectReport struct {
 	// bounds, where a 100 ms bin also shows when B and this tool, on
 	// the same cores, delivered them.
 	PeakArrivalsPerSecond int `json:"peak_arrivals_per_second"`
+	// ServerPeakAdmitted is B's stompgate_admission_peak_admitted at
+	// the end: the most sessions B admitted within any 100 ms of its
+	// life, the untouched sessions' opening included (0: B does not
+	// expose it). The arrivals above are CONNECTEDs as this tool saw
+	// them, which also carry whatever delayed a session between its
+	// admission and its CONNECTED: the admission target is judged on
+	// this figure, where the instance bounds what it takes in.
+	ServerPeakAdmitted int `json:"server_peak_admitted_per_100ms,omitempty"`
 	// ServerCPUSeconds and ToolCPUSeconds are the CPU time B and this
 	// tool used from the stop until every session was back (or the
 	// end), over StormSeconds of wall time.
@@ -204,6 +212,15 @@ func (r *reconnectReport) writeText(w io.Writer) {
 		fmt.Fprintf(tw, "peak arrivals in any second\t%d (%.2f× the admission rate)\n", r.PeakArrivalsPerSecond, float64(r.PeakArrivalsPerSecond)/r.AdmitRate)
 	} else {
 		fmt.Fprintf(tw, "peak arrivals in any second\t%d\n", r.PeakArrivalsPerSecond)
+	}
+	switch {
+	case r.ServerPeakAdmitted > 0 && r.AdmitRate > 0:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\t%d (%.2f× the admission rate; B's own count, any 100 ms of its life)\n",
+			r.ServerPeakAdmitted, float64(r.ServerPeakAdmitted)/(r.AdmitRate/10))
+	case r.ServerPeakAdmitted > 0:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\t%d (B's own count, any 100 ms of its life)\n", r.ServerPeakAdmitted)
+	default:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\tnot exposed by B\n")
 	}
 	fmt.Fprintf(tw, "attempts at B\t%d = %d back + %d refused\n", r.Attempts, r.Back, r.Attempts-r.Back)
 	if l := r.AttemptLatency; l != nil {
