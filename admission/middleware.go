@@ -52,10 +52,13 @@ type MiddlewareConfig struct {
 //	HTTP/1.1 503 Service Unavailable
 //	Retry-After: <whole seconds, see the package comment>
 //	Cache-Control: no-store
+//	Connection: close
 //
 //	server busy (<reason>), retry after <seconds>s
 //
-// 503, not 429: the instance is busy, whoever the client is. A request
+// 503, not 429: the instance is busy, whoever the client is; the
+// connection is closed after it, so a refused client holds nothing of
+// the instance until it comes back. A request
 // that is not a WebSocket upgrade (a page probing the path with a plain
 // GET) is refused the same way when the instance is busy, but when it
 // is not, it takes neither a token nor a slot: only handshakes spend
@@ -122,6 +125,11 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Retry-After", secs)
 		h.Set("Cache-Control", "no-store")
+		// The client comes back in a second or more: a connection kept
+		// alive for it meanwhile would hold a goroutine, buffers and a
+		// file descriptor per refused client, in a storm as many as
+		// the sessions the instance is refusing room for.
+		h.Set("Connection", "close")
 		http.Error(w, "server busy ("+d.Reason+"), retry after "+secs+"s", http.StatusServiceUnavailable)
 		return
 	}

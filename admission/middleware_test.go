@@ -68,6 +68,9 @@ func TestMiddlewareRefuses(t *testing.T) {
 		if w.Code != http.StatusServiceUnavailable || err != nil || secs < 1 || secs > 60 {
 			t.Errorf("over the rate: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 		}
+		if got := w.Header().Get("Connection"); got != "close" {
+			t.Errorf("Connection %q on a refusal, want close", got)
+		}
 		if body := w.Body.String(); !strings.Contains(body, "server busy (rate)") || !strings.Contains(body, "retry after "+strconv.Itoa(secs)+"s") {
 			t.Errorf("body %q", body)
 		}

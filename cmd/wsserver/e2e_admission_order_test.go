@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sort"
 	"strconv"
@@ -216,5 +219,43 @@ func TestAdmissionPeakWithinBucket(t *testing.T) {
 	}
 	if got := m.sum("stompgate_admission_admitted_total"); got != float64(admitted) || admitted < burst {
 		t.Errorf("admitted_total = %v, clients admitted %d, want equal and at least the burst %d", got, admitted, burst)
+	}
+}
+
+// TestAdmissionRefusalClosesConnection: the server closes the connection
+// of a handshake it refuses for want of admission, so a refused client
+// holds no goroutine, buffer or file descriptor of it until it comes
+// back: after the 503 a raw client reads end of file, not a connection
+// kept alive.
+func TestAdmissionRefusalClosesConnection(t *testing.T) {
+	base, _ := startApp(t, "-trusted-proxies", "127.0.0.1/32", "-admit-rate", "0.001", "-admit-burst", "1")
+	if c, resp := admitFrom(t, base, "198.51.100.100"); c == nil {
+		t.Fatalf("first handshake: %s", describe(resp))
+	}
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(clientTimeout)); err != nil {
+		t.Fatal(err)
+	}
+	req := "GET /ws HTTP/1.1\r\nHost: e2e\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Protocol: v12.stomp\r\nX-Real-IP: 198.51.100.101\r\n\r\n"
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the refusal: %v", err)
+	}
+	wantBusy(t, resp, "rate", 60)
+	if !resp.Close {
+		t.Errorf("refusal without Connection: close (header %q)", resp.Header.Get("Connection"))
+	}
+	if n, err := br.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("after the refusal: read %d bytes, %v; want the server to close (EOF)", n, err)
 	}
 }
