@@ -73,6 +73,11 @@ type reconnectReport struct {
 	// admission and its CONNECTED: the admission target is judged on
 	// this figure, where the instance bounds what it takes in.
 	ServerPeakAdmitted int `json:"server_peak_admitted_per_100ms,omitempty"`
+	// ServerGCCycles is B's garbage collections from the stop to the
+	// end, ServerProcsChanges its changes of processors meanwhile
+	// (stompgate_procs_changes_total, with -adaptive-procs).
+	ServerGCCycles     int64 `json:"server_gc_cycles"`
+	ServerProcsChanges int64 `json:"server_procs_changes"`
 	// ServerCPUSeconds and ToolCPUSeconds are the CPU time B and this
 	// tool used from the stop until every session was back (or the
 	// end), over StormSeconds of wall time.
@@ -241,6 +246,7 @@ func (r *reconnectReport) writeText(w io.Writer) {
 		fmt.Fprintf(tw, "CPU during the storm\tB %.1f s, this tool %.1f s, in %.1f s\n", r.ServerCPUSeconds, r.ToolCPUSeconds, r.StormSeconds)
 	}
 	fmt.Fprintf(tw, "B's RSS peak\t%s sampled, %s VmHWM (%s)\n", rss(r.RSSPeakBytes), rss(r.RSSHWMBytes), limit)
+	fmt.Fprintf(tw, "B during the storm\t%d garbage collections, %d changes of processors\n", r.ServerGCCycles, r.ServerProcsChanges)
 	u := r.Untouched
 	lat := func(l *report.LatencySummary) string {
 		if l == nil {
