@@ -220,7 +220,15 @@ func (g *Gate) decide(now time.Time, take bool) Decision {
 		if g.cfg.Rate > 0 {
 			g.tokens--
 		}
-		g.peak.record(now)
+		// The bucket's clock never steps back (refill keeps the latest
+		// instant): count the admission at that clock, so that a
+		// decision whose now was read before another's, and which took
+		// the lock after it, falls in the window the bucket bounded.
+		at := now
+		if g.last.After(at) {
+			at = g.last
+		}
+		g.peak.record(at)
 	}
 	return Decision{Admitted: true}
 }

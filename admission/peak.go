@@ -28,6 +28,13 @@ type peakTracker struct {
 // window ending at now holds more than it. The peak only grows, so the
 // loop runs once per unit of growth: O(1) amortised.
 func (p *peakTracker) record(now time.Time) {
+	if p.n > 0 {
+		// Instants are kept in order: one older than the last counts
+		// at the last.
+		if last := p.ring[(p.n-1)%peakRingSize]; now.Before(last) {
+			now = last
+		}
+	}
 	p.ring[p.n%peakRingSize] = now
 	p.n++
 	for p.peak < p.n && p.peak < peakRingSize {

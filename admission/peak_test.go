@@ -91,3 +91,31 @@ func TestRefund(t *testing.T) {
 		t.Errorf("refunds filled the bucket over its burst")
 	}
 }
+
+// Decisions whose instants come out of order (read before the lock, in
+// another order than they took it) count at the bucket's clock, which
+// never steps back: the bound holds by the Gate's count.
+func TestPeakAdmittedOutOfOrder(t *testing.T) {
+	g := newGate(t, Config{Rate: 100, Burst: 10})
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	for i := range 10 {
+		if d := g.AdmitAt(t0); !d.Admitted {
+			t.Fatalf("burst admission %d refused", i)
+		}
+	}
+	// Two more bucketfuls, each taken by decisions whose instant was
+	// read at 50 ms, after others had moved the clock to 200 and 300 ms:
+	// at their own instants thirty would lie within one window.
+	for _, clock := range []int{200, 300} {
+		g.CheckAt(ms(clock))
+		for i := range 10 {
+			if d := g.AdmitAt(ms(50)); !d.Admitted {
+				t.Fatalf("admission %d at the %d ms clock refused", i, clock)
+			}
+		}
+	}
+	most := int(100*PeakWindow.Seconds()) + 10
+	if got := g.StateAt(ms(300)).PeakAdmitted; got > most {
+		t.Errorf("peak %d, want at most %d", got, most)
+	}
+}
