@@ -183,8 +183,10 @@ func New(cfg Config) (*Gate, error) {
 // Config returns the configuration with its defaults filled in.
 func (g *Gate) Config() Config { return g.cfg }
 
-// Admit is shorthand for AdmitAt(time.Now()).
-func (g *Gate) Admit() Decision { return g.AdmitAt(time.Now()) }
+// Admit is AdmitAt(time.Now()), with the time read once the Gate's lock
+// is held, so that decisions are taken in the order of their instants
+// (see admitWith).
+func (g *Gate) Admit() Decision { return g.admitWith(time.Now, true) }
 
 // AdmitAt decides on one new session at now. An admitting decision
 // takes a token and a slot; the caller gives the slot back with Release,
@@ -192,7 +194,7 @@ func (g *Gate) Admit() Decision { return g.AdmitAt(time.Now()) }
 // become one. A refusal takes neither and counts the client in the
 // retry schedule.
 func (g *Gate) AdmitAt(now time.Time) Decision {
-	return g.decide(now, true)
+	return g.decide(now, nil, true)
 }
 
 // CheckAt answers as AdmitAt would at now but takes nothing and counts
@@ -201,12 +203,28 @@ func (g *Gate) AdmitAt(now time.Time) Decision {
 // instance is busy without spending what a real handshake needs. A
 // refusal is counted in the retry schedule like AdmitAt's.
 func (g *Gate) CheckAt(now time.Time) Decision {
-	return g.decide(now, false)
+	return g.decide(now, nil, false)
 }
 
-func (g *Gate) decide(now time.Time, take bool) Decision {
+// admitWith decides at clock(), read with the lock held: a decision
+// whose instant was read before the lock could wait for it (a goroutine
+// descheduled on a busy machine, for hundreds of milliseconds) while
+// later ones go first, and the bucket, whose clock never steps back,
+// would then bound its admissions by instants that are not when they
+// happened. The Middleware decides this way; AdmitAt and CheckAt, with
+// the time passed in, are for step tables.
+func (g *Gate) admitWith(clock func() time.Time, take bool) Decision {
+	return g.decide(time.Time{}, clock, take)
+}
+
+// decide is AdmitAt (take) or CheckAt at now, or at clock() read with
+// the lock held when clock is not nil.
+func (g *Gate) decide(now time.Time, clock func() time.Time, take bool) Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if clock != nil {
+		now = clock()
+	}
 	g.refill(now)
 	reason := g.refusingLocked(now)
 	if reason == "" && g.cfg.Rate > 0 && g.tokens < 1 {

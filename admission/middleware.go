@@ -26,7 +26,8 @@ type MiddlewareConfig struct {
 	Gate *Gate
 	// Observer, if not nil, is told of each decision.
 	Observer Observer
-	// Now is the clock of the decisions. Nil means time.Now.
+	// Now is the clock of the decisions, read with the Gate's lock held.
+	// Nil means time.Now.
 	Now func() time.Time
 	// Checks, if not nil, wraps the per-client checks (the handshake
 	// limit, the session cap) around the handler it is given, which
@@ -113,9 +114,9 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	upgrade := isUpgrade(r)
 	var d Decision
 	if upgrade {
-		d = g.AdmitAt(m.cfg.Now())
+		d = g.admitWith(m.cfg.Now, true)
 	} else {
-		d = g.CheckAt(m.cfg.Now())
+		d = g.admitWith(m.cfg.Now, false)
 	}
 	if !d.Admitted {
 		if m.cfg.Observer != nil {

@@ -195,3 +195,27 @@ func TestMiddlewareChecksPanic(t *testing.T) {
 		t.Errorf("token not given back after the panic: %+v", d)
 	}
 }
+
+// The Middleware's clock is read with the Gate's lock held, so that
+// decisions are taken in the order of their instants and the bucket
+// bounds them by when they happened.
+func TestMiddlewareReadsClockUnderLock(t *testing.T) {
+	g := newGate(t, Config{Rate: 10, Burst: 1})
+	reads := 0
+	h, err := Middleware(MiddlewareConfig{Gate: g, Now: func() time.Time {
+		reads++
+		if g.mu.TryLock() {
+			g.mu.Unlock()
+			t.Error("clock read without the Gate's lock")
+		}
+		return t0
+	}}, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/ws", nil))
+	if reads != 2 {
+		t.Errorf("clock read %d times for two decisions, want 2", reads)
+	}
+}
