@@ -413,7 +413,7 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 	serverCPU0, _ := procstat.CPU(b.pid())
 	toolCPU0 := procstat.SelfCPU()
 	stopAt := time.Now()
-	u.phase.Store(phaseStorm)
+	u.startStorm()
 	if cfg.stop == "kill" {
 		a.kill()
 	} else if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {

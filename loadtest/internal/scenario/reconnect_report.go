@@ -18,6 +18,10 @@ import (
 // second shows.
 const binWidth = 100 * time.Millisecond
 
+// untouchedSlow is the latency, in ms, above which the report counts a
+// bin of the untouched sessions as slow: the storm target's p99.
+const untouchedSlow = 50.0
+
 // reconnectReport is the outcome of a reconnect storm. Times are seconds
 // after instance A was stopped (SIGKILL, or SIGTERM for a drain).
 type reconnectReport struct {
@@ -108,6 +112,30 @@ type untouchedReport struct {
 	// (or the end).
 	Before *report.LatencySummary `json:"before,omitempty"`
 	Storm  *report.LatencySummary `json:"storm,omitempty"`
+	// StormMaxPer100ms is the highest latency, in ms, of the messages
+	// received in each binWidth bin of the storm (0: none received):
+	// when they waited, against the arrivals and attempts.
+	StormMaxPer100ms []float64 `json:"storm_max_ms_per_100ms,omitempty"`
+}
+
+// slowBins summarises StormMaxPer100ms: the bins whose highest latency
+// was over limit, the first and the worst of them (their start, in s).
+func (u untouchedReport) slowBins(limit float64) (n int, first, worst float64) {
+	top := -1.0
+	for i, v := range u.StormMaxPer100ms {
+		if v <= limit {
+			continue
+		}
+		at := float64(i) * binWidth.Seconds()
+		if n == 0 {
+			first = at
+		}
+		n++
+		if v > top {
+			top, worst = v, at
+		}
+	}
+	return n, first, worst
 }
 
 // backAt returns when the k-th earliest arrival came, in seconds; nil
@@ -257,6 +285,10 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	fmt.Fprintf(tw, "untouched sessions on B\t%d, %d disconnected\n", u.Sessions, u.Disconnected)
 	fmt.Fprintf(tw, "  latency before the stop\t%s\n", lat(u.Before))
 	fmt.Fprintf(tw, "  latency during the storm\t%s\n", lat(u.Storm))
+	if n, first, worst := u.slowBins(untouchedSlow); n > 0 {
+		fmt.Fprintf(tw, "  100 ms with a message over %g ms\t%d of %d, the first at %.1f s, the worst at %.1f s\n",
+			untouchedSlow, n, len(u.StormMaxPer100ms), first, worst)
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 
