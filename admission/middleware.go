@@ -111,13 +111,9 @@ type ticket struct {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := m.cfg.Gate
+	// Only an upgrade takes a token and a slot (see Middleware).
 	upgrade := isUpgrade(r)
-	var d Decision
-	if upgrade {
-		d = g.admitWith(m.cfg.Now, true)
-	} else {
-		d = g.admitWith(m.cfg.Now, false)
-	}
+	d := g.admitWith(m.cfg.Now, upgrade)
 	if !d.Admitted {
 		if m.cfg.Observer != nil {
 			m.cfg.Observer.Refused(d.Reason)
