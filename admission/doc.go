@@ -22,9 +22,21 @@
 // storm of refused clients does not keep the bucket empty.
 //
 // Refusals are 503 Service Unavailable (the instance is busy, whoever
-// asks), where the per-client limits in front answer 429 (this client
-// sent too much). Put the Middleware behind those, so a client refused
-// for its own excess never spends the instance's tokens.
+// asks), where the per-client limits answer 429 (this client sent too
+// much). The Middleware decides before those limits run
+// (MiddlewareConfig.Checks): in a storm most handshakes are refused,
+// and each refusal then costs the instance no Redis round trip of the
+// handshake limit or the session cap. A request those limits refuse
+// after the Gate admitted it gives its token and slot back
+// (Gate.Refund), so a client refused for its own excess never keeps the
+// instance's tokens; it holds one only while its checks run.
+//
+// The Gate counts the most sessions it admitted within any PeakWindow
+// (100 ms): State.PeakAdmitted, which the bucket bounds by Rate ×
+// PeakWindow + Burst. That is where a storm's arrivals are held to the
+// rate; a client sees its CONNECTED later, after the WebSocket upgrade
+// and the CONNECT's own checks, and sessions admitted apart may reach it
+// together when the instance's cores are busy.
 //
 // # Retries that spread
 //

@@ -105,6 +105,11 @@ type State struct {
 	// Backlog is the refused clients told to come back within
 	// RetryAfterMax: the pressure the Retry-After window grows with.
 	Backlog int
+	// PeakAdmitted is the most admitting decisions the Gate has taken
+	// within any PeakWindow since it was made (refunded ones included),
+	// at most 4,096: with a rate, never more than Rate × PeakWindow +
+	// Burst plus the tokens refunded in that window.
+	PeakAdmitted int
 }
 
 // Gate decides whether this instance takes one more session: under its
@@ -122,6 +127,7 @@ type Gate struct {
 	last     time.Time // when tokens was last refilled; zero: full bucket
 	mem      memoryGauge
 	sched    schedule
+	peak     peakTracker
 }
 
 // New returns a Gate for cfg, with defaults filled in on a copy.
@@ -177,8 +183,10 @@ func New(cfg Config) (*Gate, error) {
 // Config returns the configuration with its defaults filled in.
 func (g *Gate) Config() Config { return g.cfg }
 
-// Admit is shorthand for AdmitAt(time.Now()).
-func (g *Gate) Admit() Decision { return g.AdmitAt(time.Now()) }
+// Admit is AdmitAt(time.Now()), with the time read once the Gate's lock
+// is held, so that decisions are taken in the order of their instants
+// (see admitWith).
+func (g *Gate) Admit() Decision { return g.admitWith(time.Now, true) }
 
 // AdmitAt decides on one new session at now. An admitting decision
 // takes a token and a slot; the caller gives the slot back with Release,
@@ -186,7 +194,7 @@ func (g *Gate) Admit() Decision { return g.AdmitAt(time.Now()) }
 // become one. A refusal takes neither and counts the client in the
 // retry schedule.
 func (g *Gate) AdmitAt(now time.Time) Decision {
-	return g.decide(now, true)
+	return g.decide(now, nil, true)
 }
 
 // CheckAt answers as AdmitAt would at now but takes nothing and counts
@@ -195,12 +203,28 @@ func (g *Gate) AdmitAt(now time.Time) Decision {
 // instance is busy without spending what a real handshake needs. A
 // refusal is counted in the retry schedule like AdmitAt's.
 func (g *Gate) CheckAt(now time.Time) Decision {
-	return g.decide(now, false)
+	return g.decide(now, nil, false)
 }
 
-func (g *Gate) decide(now time.Time, take bool) Decision {
+// admitWith decides at clock(), read with the lock held: a decision
+// whose instant was read before the lock could wait for it (a goroutine
+// descheduled on a busy machine, for hundreds of milliseconds) while
+// later ones go first, and the bucket, whose clock never steps back,
+// would then bound its admissions by instants that are not when they
+// happened. The Middleware decides this way; AdmitAt and CheckAt, with
+// the time passed in, are for step tables.
+func (g *Gate) admitWith(clock func() time.Time, take bool) Decision {
+	return g.decide(time.Time{}, clock, take)
+}
+
+// decide is AdmitAt (take) or CheckAt at now, or at clock() read with
+// the lock held when clock is not nil.
+func (g *Gate) decide(now time.Time, clock func() time.Time, take bool) Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if clock != nil {
+		now = clock()
+	}
 	g.refill(now)
 	reason := g.refusingLocked(now)
 	if reason == "" && g.cfg.Rate > 0 && g.tokens < 1 {
@@ -214,8 +238,35 @@ func (g *Gate) decide(now time.Time, take bool) Decision {
 		if g.cfg.Rate > 0 {
 			g.tokens--
 		}
+		// The bucket's clock never steps back (refill keeps the latest
+		// instant): count the admission at that clock, so that a
+		// decision whose now was read before another's, and which took
+		// the lock after it, falls in the window the bucket bounded.
+		at := now
+		if g.last.After(at) {
+			at = g.last
+		}
+		g.peak.record(at)
 	}
 	return Decision{Admitted: true}
+}
+
+// Refund gives back both what an admitting AdmitAt took, the slot and
+// the token, for a request that a later check refused before it became
+// a session (the per-client handshake limit or session cap, when they
+// run after the admission: MiddlewareConfig.Checks). The token goes
+// back into the bucket, never above the burst, so a client refused for
+// its own excess does not spend the instance's rate. Call it instead of
+// Release, at most once per admitting decision.
+func (g *Gate) Refund() {
+	g.mu.Lock()
+	if g.sessions > 0 {
+		g.sessions--
+	}
+	if g.cfg.Rate > 0 {
+		g.tokens = min(g.burst, g.tokens+1)
+	}
+	g.mu.Unlock()
 }
 
 // Release gives back the slot of an admitting decision. Call it once
@@ -237,11 +288,12 @@ func (g *Gate) StateAt(now time.Time) State {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := State{
-		Sessions:    g.sessions,
-		MaxSessions: g.cfg.MaxSessions,
-		MemoryLimit: g.cfg.MemoryLimit,
-		Refusing:    g.refusingLocked(now),
-		Backlog:     g.sched.pending(now, 1),
+		Sessions:     g.sessions,
+		MaxSessions:  g.cfg.MaxSessions,
+		MemoryLimit:  g.cfg.MemoryLimit,
+		Refusing:     g.refusingLocked(now),
+		Backlog:      g.sched.pending(now, 1),
+		PeakAdmitted: g.peak.peak,
 	}
 	if g.cfg.MemoryLimit > 0 {
 		st.MemoryUsed = g.mem.used

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -25,33 +26,48 @@ type MiddlewareConfig struct {
 	Gate *Gate
 	// Observer, if not nil, is told of each decision.
 	Observer Observer
-	// Now is the clock of the decisions. Nil means time.Now.
+	// Now is the clock of the decisions, read with the Gate's lock held.
+	// Nil means time.Now.
 	Now func() time.Time
+	// Checks, if not nil, wraps the per-client checks (the handshake
+	// limit, the session cap) around the handler it is given, which
+	// leads to next: they then run after the Gate's decision, so that a
+	// refusal of a busy instance costs none of their work (each may be a
+	// Redis round trip), and a request they refuse gives its token and
+	// slot back (Gate.Refund), so a client refused for its own excess
+	// still spends none of the instance's rate. Nil: next is called
+	// right after the decision.
+	Checks func(http.Handler) (http.Handler, error)
 }
 
 // Middleware returns a handler that asks cfg.Gate before each request
 // reaches next, which must be a *server.Server or pass the request's
 // context on to one: the slot is given back through server.OnSessionEnd
 // when the session ends, or before next returns when the request never
-// became a session, exactly once either way.
+// became a session, exactly once either way. With cfg.Checks, the
+// per-client checks run between the decision and next.
 //
-// A refused request gets, before any WebSocket work:
+// A refused request gets, before any WebSocket work and before the
+// checks:
 //
 //	HTTP/1.1 503 Service Unavailable
 //	Retry-After: <whole seconds, see the package comment>
 //	Cache-Control: no-store
+//	Connection: close
 //
 //	server busy (<reason>), retry after <seconds>s
 //
-// 503, not 429: the instance is busy, whoever the client is. A request
+// 503, not 429: the instance is busy, whoever the client is; the
+// connection is closed after it, so a refused client holds nothing of
+// the instance until it comes back. A request
 // that is not a WebSocket upgrade (a page probing the path with a plain
 // GET) is refused the same way when the instance is busy, but when it
 // is not, it takes neither a token nor a slot: only handshakes spend
 // what handshakes need. Sessions already open are never touched.
 //
-// Put it innermost, right in front of the server, behind the per-client
-// limits, so that a client refused for its own excess never spends the
-// instance's tokens.
+// Put it outermost with the per-client limits as cfg.Checks, or
+// innermost right in front of the server, behind them: either way a
+// client refused for its own excess never keeps the instance's tokens.
 func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Gate == nil {
 		return nil, configErrorf("MiddlewareConfig.Gate is nil")
@@ -62,23 +78,42 @@ func Middleware(cfg MiddlewareConfig, next http.Handler) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &middleware{cfg: cfg, next: next}, nil
+	m := &middleware{cfg: cfg}
+	var inner http.Handler = &handoff{m: m, next: next}
+	if cfg.Checks != nil {
+		var err error
+		if inner, err = cfg.Checks(inner); err != nil {
+			return nil, err
+		}
+		if inner == nil {
+			return nil, configErrorf("MiddlewareConfig.Checks returned no handler")
+		}
+	}
+	m.inner = inner
+	return m, nil
 }
 
 type middleware struct {
-	cfg  MiddlewareConfig
-	next http.Handler
+	cfg   MiddlewareConfig
+	inner http.Handler // the checks, then handoff, then next
+}
+
+// ticketKey is the context key of an admitted upgrade's ticket.
+type ticketKey struct{}
+
+// ticket is an admitted upgrade on its way to the server: handed is set
+// by handoff when it got there (before the middleware reads it, on the
+// same request's call chain), released once the slot is given back.
+type ticket struct {
+	handed   bool
+	released atomic.Bool
 }
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := m.cfg.Gate
+	// Only an upgrade takes a token and a slot (see Middleware).
 	upgrade := isUpgrade(r)
-	var d Decision
-	if upgrade {
-		d = g.AdmitAt(m.cfg.Now())
-	} else {
-		d = g.CheckAt(m.cfg.Now())
-	}
+	d := g.admitWith(m.cfg.Now, upgrade)
 	if !d.Admitted {
 		if m.cfg.Observer != nil {
 			m.cfg.Observer.Refused(d.Reason)
@@ -87,32 +122,66 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Retry-After", secs)
 		h.Set("Cache-Control", "no-store")
+		// The client comes back in a second or more: a connection kept
+		// alive for it meanwhile would hold a goroutine, buffers and a
+		// file descriptor per refused client, in a storm as many as
+		// the sessions the instance is refusing room for.
+		h.Set("Connection", "close")
 		http.Error(w, "server busy ("+d.Reason+"), retry after "+secs+"s", http.StatusServiceUnavailable)
 		return
 	}
 	if !upgrade {
-		m.next.ServeHTTP(w, r)
+		m.inner.ServeHTTP(w, r)
 		return
 	}
-	if m.cfg.Observer != nil {
-		m.cfg.Observer.Admitted()
-	}
-	var released atomic.Bool
-	release := func() {
-		if released.CompareAndSwap(false, true) {
-			g.Release()
-		}
-	}
+	t := &ticket{}
 	// A panic below never reaches the server's own release: give the
 	// slot back before net/http recovers it.
 	defer func() {
 		if p := recover(); p != nil {
-			release()
+			if t.released.CompareAndSwap(false, true) {
+				if t.handed {
+					g.Release()
+				} else {
+					g.Refund()
+				}
+			}
 			panic(p)
 		}
 	}()
-	r = r.WithContext(server.OnSessionEnd(r.Context(), release))
-	m.next.ServeHTTP(w, r)
+	m.inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)))
+	if !t.handed && t.released.CompareAndSwap(false, true) {
+		// A check refused it: it never became a session.
+		g.Refund()
+	}
+}
+
+// handoff is the last handler before the server: an admitted upgrade
+// that reaches it is a session's (counted as admitted), and its slot is
+// given back through server.OnSessionEnd.
+type handoff struct {
+	m    *middleware
+	next http.Handler
+}
+
+func (h *handoff) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	t, _ := r.Context().Value(ticketKey{}).(*ticket)
+	if t == nil {
+		// Not an upgrade: the decision took nothing.
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	t.handed = true
+	if h.m.cfg.Observer != nil {
+		h.m.cfg.Observer.Admitted()
+	}
+	g := h.m.cfg.Gate
+	release := func() {
+		if t.released.CompareAndSwap(false, true) {
+			g.Release()
+		}
+	}
+	h.next.ServeHTTP(w, r.WithContext(server.OnSessionEnd(r.Context(), release)))
 }
 
 // isUpgrade reports whether r asks for a WebSocket upgrade (RFC 6455

@@ -68,6 +68,9 @@ func TestMiddlewareRefuses(t *testing.T) {
 		if w.Code != http.StatusServiceUnavailable || err != nil || secs < 1 || secs > 60 {
 			t.Errorf("over the rate: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 		}
+		if got := w.Header().Get("Connection"); got != "close" {
+			t.Errorf("Connection %q on a refusal, want close", got)
+		}
 		if body := w.Body.String(); !strings.Contains(body, "server busy (rate)") || !strings.Contains(body, "retry after "+strconv.Itoa(secs)+"s") {
 			t.Errorf("body %q", body)
 		}
@@ -114,5 +117,105 @@ func TestMiddlewareReleasesOnPanic(t *testing.T) {
 	}()
 	if st := g.StateAt(t0); st.Sessions != 0 {
 		t.Errorf("sessions after the panic = %d, want 0", st.Sessions)
+	}
+}
+
+// With Checks, the Gate decides first: a busy instance refuses before
+// any check runs; a request a check refuses gives its token and slot
+// back and is not counted admitted; one that reaches next holds its
+// slot until the session ends.
+func TestMiddlewareChecks(t *testing.T) {
+	g := newGate(t, Config{Rate: 0.001, Burst: 1, MaxSessions: 10})
+	obs := &countObserver{refused: map[string]int{}}
+	checked, reached := 0, 0
+	refuse := true
+	h, err := Middleware(MiddlewareConfig{Gate: g, Observer: obs, Now: func() time.Time { return t0 },
+		Checks: func(next http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				checked++
+				if refuse {
+					http.Error(w, "too many", http.StatusTooManyRequests)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		}},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached++ }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The check refuses three times: the one token comes back each time.
+	for i := range 3 {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, upgradeRequest())
+		if w.Code != http.StatusTooManyRequests || checked != i+1 {
+			t.Fatalf("refused by the check: %d, checked %d", w.Code, checked)
+		}
+	}
+	if st := g.StateAt(t0); st.Sessions != 0 || obs.admitted != 0 || reached != 0 {
+		t.Fatalf("after the check's refusals: %d sessions, %d admitted, %d reached", st.Sessions, obs.admitted, reached)
+	}
+	refuse = false
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, upgradeRequest())
+	if reached != 1 || obs.admitted != 1 {
+		t.Fatalf("passing the check: reached %d, admitted %d", reached, obs.admitted)
+	}
+	// next never ran the session-end functions: the slot is held.
+	if st := g.StateAt(t0); st.Sessions != 1 {
+		t.Errorf("sessions after a handoff = %d, want 1", st.Sessions)
+	}
+	// The token is spent: the next is refused before the check runs.
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, upgradeRequest())
+	if w.Code != http.StatusServiceUnavailable || checked != 4 || obs.refused[outcome.AdmissionRate] != 1 {
+		t.Errorf("over the rate: %d, checked %d, refusals %v", w.Code, checked, obs.refused)
+	}
+}
+
+// A panic in a check gives the token and the slot back.
+func TestMiddlewareChecksPanic(t *testing.T) {
+	g := newGate(t, Config{Rate: 0.001, Burst: 1})
+	h, err := Middleware(MiddlewareConfig{Gate: g, Now: func() time.Time { return t0 },
+		Checks: func(http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }), nil
+		}}, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not go on up")
+			}
+		}()
+		h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	}()
+	if d := g.AdmitAt(t0); !d.Admitted {
+		t.Errorf("token not given back after the panic: %+v", d)
+	}
+}
+
+// The Middleware's clock is read with the Gate's lock held, so that
+// decisions are taken in the order of their instants and the bucket
+// bounds them by when they happened.
+func TestMiddlewareReadsClockUnderLock(t *testing.T) {
+	g := newGate(t, Config{Rate: 10, Burst: 1})
+	reads := 0
+	h, err := Middleware(MiddlewareConfig{Gate: g, Now: func() time.Time {
+		reads++
+		if g.mu.TryLock() {
+			g.mu.Unlock()
+			t.Error("clock read without the Gate's lock")
+		}
+		return t0
+	}}, http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/ws", nil))
+	if reads != 2 {
+		t.Errorf("clock read %d times for two decisions, want 2", reads)
 	}
 }

@@ -86,6 +86,9 @@ type AdmissionStats struct {
 	Refusing string
 	// Backlog is the refused clients told to come back and not yet due.
 	Backlog int
+	// PeakAdmitted is the most sessions admitted within any 100 ms
+	// since the process started (admission.State.PeakAdmitted).
+	PeakAdmitted int
 }
 
 // NewAdmissionCollector returns a collector that reads the admission
@@ -100,6 +103,8 @@ type AdmissionStats struct {
 //     sessions are refused now (sessions, memory), else 0.
 //   - stompgate_admission_retry_backlog: refused clients told to come
 //     back and not yet due.
+//   - stompgate_admission_peak_admitted: the most sessions admitted
+//     within any 100 ms since the process started.
 //
 // Register it on the same registerer as New's collectors. stats must be
 // safe for concurrent use, as (*admission.Gate).State is.
@@ -124,6 +129,8 @@ var (
 		"1 while the instance refuses every new session for this reason (sessions: -max-sessions held; memory: above -memory-admit-threshold), else 0. /readyz answers 503 meanwhile.", []string{"reason"}, nil)
 	admissionBacklogDesc = prometheus.NewDesc("stompgate_admission_retry_backlog",
 		"Refused clients told to come back within -retry-after-max and not yet due: the pressure the Retry-After window grows with.", nil, nil)
+	admissionPeakDesc = prometheus.NewDesc("stompgate_admission_peak_admitted",
+		"The most sessions admitted within any 100 ms since the process started (at most 4096): the bucket holds it to -admit-rate/10 + -admit-burst.", nil, nil)
 )
 
 // admissionCollector is the prometheus.Collector of NewAdmissionCollector.
@@ -138,6 +145,7 @@ func (c *admissionCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- admissionMemoryLimitDesc
 	ch <- admissionRefusingDesc
 	ch <- admissionBacklogDesc
+	ch <- admissionPeakDesc
 }
 
 func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
@@ -157,4 +165,5 @@ func (c *admissionCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(admissionRefusingDesc, v, r)
 	}
 	gauge(admissionBacklogDesc, float64(st.Backlog))
+	gauge(admissionPeakDesc, float64(st.PeakAdmitted))
 }

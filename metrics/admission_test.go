@@ -35,7 +35,7 @@ func TestAdmissionCounters(t *testing.T) {
 func TestAdmissionCollector(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	st := AdmissionStats{Sessions: 7, MaxSessions: 10, MemoryUsed: 900, MemoryLimit: 1000, Refusing: "memory", Backlog: 3}
+	st := AdmissionStats{Sessions: 7, MaxSessions: 10, MemoryUsed: 900, MemoryLimit: 1000, Refusing: "memory", Backlog: 3, PeakAdmitted: 60}
 	reg.MustRegister(NewAdmissionCollector(func() AdmissionStats { return st }))
 	for _, c := range []struct {
 		name   string
@@ -49,6 +49,7 @@ func TestAdmissionCollector(t *testing.T) {
 		{"stompgate_admission_refusing", []string{"reason", "memory"}, 1},
 		{"stompgate_admission_refusing", []string{"reason", "sessions"}, 0},
 		{"stompgate_admission_retry_backlog", nil, 3},
+		{"stompgate_admission_peak_admitted", nil, 60},
 	} {
 		if got := sample(t, reg, c.name, c.labels...); got != c.want {
 			t.Errorf("%s{%s} = %v, want %v", c.name, c.labels, got, c.want)

@@ -357,6 +357,11 @@
 //   - stompgate_admission_retry_backlog (gauge): refused clients told to
 //     come back and not yet due.
 //
+//   - stompgate_admission_peak_admitted (gauge): the most sessions
+//     admitted within any 100 ms since the process started, which the
+//     bucket holds to -admit-rate/10 + -admit-burst (refunds aside): what
+//     a reconnect storm's arrivals are judged on at the server.
+//
 //   - stompgate_procs_changes_total{reason}: changes of the processors
 //     the server runs on with -adaptive-procs: load (a tick filled them),
 //     queue (goroutines waited for one between ticks), lower (one given

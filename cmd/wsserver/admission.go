@@ -202,14 +202,15 @@ func (a *app) newAdmission(st *settings, logger *slog.Logger) error {
 	a.registry.MustRegister(metrics.NewAdmissionCollector(func() metrics.AdmissionStats {
 		s := g.State()
 		return metrics.AdmissionStats{Sessions: s.Sessions, MaxSessions: s.MaxSessions,
-			MemoryUsed: s.MemoryUsed, MemoryLimit: s.MemoryLimit, Refusing: s.Refusing, Backlog: s.Backlog}
+			MemoryUsed: s.MemoryUsed, MemoryLimit: s.MemoryLimit, Refusing: s.Refusing, Backlog: s.Backlog, PeakAdmitted: s.PeakAdmitted}
 	}))
 	return nil
 }
 
-// admit puts the gate in front of next (the STOMP server).
-func (a *app) admit(next http.Handler) (http.Handler, error) {
-	return admission.Middleware(admission.MiddlewareConfig{Gate: a.gate, Observer: admissionObserver{a.metrics}}, next)
+// admit puts the gate in front of checks (the per-client limits) and
+// next (the STOMP server).
+func (a *app) admit(next http.Handler, checks func(http.Handler) (http.Handler, error)) (http.Handler, error) {
+	return admission.Middleware(admission.MiddlewareConfig{Gate: a.gate, Observer: admissionObserver{a.metrics}, Checks: checks}, next)
 }
 
 // admissionObserver counts the gate's decisions.

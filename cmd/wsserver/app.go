@@ -400,27 +400,28 @@ func (a *app) startDisconnects(st *settings, logger *slog.Logger) error {
 }
 
 // publicHandler is the public listener's routes: the WebSocket path
-// through the handshake limiter, the per-client session cap and the
-// instance admission to the STOMP server; health and readiness; the demo
-// page. The admission is innermost, so a client refused for its own
-// excess (429) never spends the instance's tokens.
+// through the instance admission, then the handshake limiter and the
+// per-client session cap, to the STOMP server; health and readiness; the
+// demo page. The admission decides first, so that a busy instance's
+// refusal costs no Redis round trip, and gives its token back when the
+// limiter or the cap refuses (admission.MiddlewareConfig.Checks), so a
+// client refused for its own excess (429) never spends the instance's
+// tokens.
 func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Handler, error) {
-	admitted, err := a.admit(a.stomp)
-	if err != nil {
-		return nil, err
-	}
-	capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, admitted)
-	if err != nil {
-		return nil, err
-	}
-	ws, err := handshake.Middleware(handshake.MiddlewareConfig{
-		Limiter:        a.limiter,
-		Limit:          handshake.Limit{Name: e.zone.Name, Rate: int64(e.zone.Rate), Burst: e.zone.Burst},
-		TrustedProxies: e.trusted,
-		IPv6Prefix:     st.ipv6Prefix,
-		PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitHandshake) },
-		Logger:         logger,
-	}, capped)
+	ws, err := a.admit(a.stomp, func(next http.Handler) (http.Handler, error) {
+		capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, next)
+		if err != nil {
+			return nil, err
+		}
+		return handshake.Middleware(handshake.MiddlewareConfig{
+			Limiter:        a.limiter,
+			Limit:          handshake.Limit{Name: e.zone.Name, Rate: int64(e.zone.Rate), Burst: e.zone.Burst},
+			TrustedProxies: e.trusted,
+			IPv6Prefix:     st.ipv6Prefix,
+			PrefixRefused:  func() { a.metrics.IPv6PrefixRefused(metrics.PrefixLimitHandshake) },
+			Logger:         logger,
+		}, capped)
+	})
 	if err != nil {
 		return nil, err
 	}

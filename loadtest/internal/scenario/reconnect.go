@@ -52,6 +52,14 @@ const (
 	maxRefusalReasons = 20
 	// rssSampleEvery is how often B's RSS is read during the storm.
 	rssSampleEvery = 100 * time.Millisecond
+	// metricPeakAdmitted is B's gauge of the most sessions it admitted
+	// within any 100 ms: the arrivals as the server counts them.
+	metricPeakAdmitted = "stompgate_admission_peak_admitted"
+	// metricGCCycles counts B's garbage collections, and
+	// metricProcsChanges its changes of processors (-adaptive-procs):
+	// what B's own sessions may have waited on during the storm.
+	metricGCCycles     = "go_gc_duration_seconds_count"
+	metricProcsChanges = "stompgate_procs_changes_total"
 )
 
 func (c *reconnectConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
@@ -405,7 +413,7 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 	serverCPU0, _ := procstat.CPU(b.pid())
 	toolCPU0 := procstat.SelfCPU()
 	stopAt := time.Now()
-	u.phase.Store(phaseStorm)
+	u.startStorm()
 	if cfg.stop == "kill" {
 		a.kill()
 	} else if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -441,6 +449,15 @@ wait:
 		rr.RSSHWMBytes = v
 	}
 	if after, err := scrape.Fetch(context.WithoutCancel(ctx), b.metricsURL()); err == nil && before != nil {
+		if v, ok := after[metricPeakAdmitted]; ok {
+			rr.ServerPeakAdmitted = int(v)
+		}
+		rr.ServerGCCycles = int64(after[metricGCCycles] - before[metricGCCycles])
+		for k, v := range after {
+			if strings.HasPrefix(k, metricProcsChanges) {
+				rr.ServerProcsChanges += int64(v - before[k])
+			}
+		}
 		rr.ServerHandshakes = map[string]int64{}
 		for k, v := range after {
 			if strings.HasPrefix(k, "stompgate_handshakes_total{") {

@@ -18,6 +18,10 @@ import (
 // second shows.
 const binWidth = 100 * time.Millisecond
 
+// untouchedSlow is the latency, in ms, above which the report counts a
+// bin of the untouched sessions as slow: the storm target's p99.
+const untouchedSlow = 50.0
+
 // reconnectReport is the outcome of a reconnect storm. Times are seconds
 // after instance A was stopped (SIGKILL, or SIGTERM for a drain).
 type reconnectReport struct {
@@ -65,6 +69,19 @@ type reconnectReport struct {
 	// bounds, where a 100 ms bin also shows when B and this tool, on
 	// the same cores, delivered them.
 	PeakArrivalsPerSecond int `json:"peak_arrivals_per_second"`
+	// ServerPeakAdmitted is B's stompgate_admission_peak_admitted at
+	// the end: the most sessions B admitted within any 100 ms of its
+	// life, the untouched sessions' opening included (0: B does not
+	// expose it). The arrivals above are CONNECTEDs as this tool saw
+	// them, which also carry whatever delayed a session between its
+	// admission and its CONNECTED: the admission target is judged on
+	// this figure, where the instance bounds what it takes in.
+	ServerPeakAdmitted int `json:"server_peak_admitted_per_100ms,omitempty"`
+	// ServerGCCycles is B's garbage collections from the stop to the
+	// end, ServerProcsChanges its changes of processors meanwhile
+	// (stompgate_procs_changes_total, with -adaptive-procs).
+	ServerGCCycles     int64 `json:"server_gc_cycles"`
+	ServerProcsChanges int64 `json:"server_procs_changes"`
 	// ServerCPUSeconds and ToolCPUSeconds are the CPU time B and this
 	// tool used from the stop until every session was back (or the
 	// end), over StormSeconds of wall time.
@@ -95,6 +112,30 @@ type untouchedReport struct {
 	// (or the end).
 	Before *report.LatencySummary `json:"before,omitempty"`
 	Storm  *report.LatencySummary `json:"storm,omitempty"`
+	// StormMaxPer100ms is the highest latency, in ms, of the messages
+	// received in each binWidth bin of the storm (0: none received):
+	// when they waited, against the arrivals and attempts.
+	StormMaxPer100ms []float64 `json:"storm_max_ms_per_100ms,omitempty"`
+}
+
+// slowBins summarises StormMaxPer100ms: the bins whose highest latency
+// was over limit, the first and the worst of them (their start, in s).
+func (u untouchedReport) slowBins(limit float64) (n int, first, worst float64) {
+	top := -1.0
+	for i, v := range u.StormMaxPer100ms {
+		if v <= limit {
+			continue
+		}
+		at := float64(i) * binWidth.Seconds()
+		if n == 0 {
+			first = at
+		}
+		n++
+		if v > top {
+			top, worst = v, at
+		}
+	}
+	return n, first, worst
 }
 
 // backAt returns when the k-th earliest arrival came, in seconds; nil
@@ -205,6 +246,15 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	} else {
 		fmt.Fprintf(tw, "peak arrivals in any second\t%d\n", r.PeakArrivalsPerSecond)
 	}
+	switch {
+	case r.ServerPeakAdmitted > 0 && r.AdmitRate > 0:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\t%d (%.2f× the admission rate; B's own count, any 100 ms of its life)\n",
+			r.ServerPeakAdmitted, float64(r.ServerPeakAdmitted)/(r.AdmitRate/10))
+	case r.ServerPeakAdmitted > 0:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\t%d (B's own count, any 100 ms of its life)\n", r.ServerPeakAdmitted)
+	default:
+		fmt.Fprintf(tw, "peak admitted by B in 100 ms\tnot exposed by B\n")
+	}
 	fmt.Fprintf(tw, "attempts at B\t%d = %d back + %d refused\n", r.Attempts, r.Back, r.Attempts-r.Back)
 	if l := r.AttemptLatency; l != nil {
 		fmt.Fprintf(tw, "attempt until answered\tp50 %.1f ms, p99 %.1f ms, max %.1f ms\n", l.P50, l.P99, l.Max)
@@ -224,6 +274,7 @@ func (r *reconnectReport) writeText(w io.Writer) {
 		fmt.Fprintf(tw, "CPU during the storm\tB %.1f s, this tool %.1f s, in %.1f s\n", r.ServerCPUSeconds, r.ToolCPUSeconds, r.StormSeconds)
 	}
 	fmt.Fprintf(tw, "B's RSS peak\t%s sampled, %s VmHWM (%s)\n", rss(r.RSSPeakBytes), rss(r.RSSHWMBytes), limit)
+	fmt.Fprintf(tw, "B during the storm\t%d garbage collections, %d changes of processors\n", r.ServerGCCycles, r.ServerProcsChanges)
 	u := r.Untouched
 	lat := func(l *report.LatencySummary) string {
 		if l == nil {
@@ -234,6 +285,10 @@ func (r *reconnectReport) writeText(w io.Writer) {
 	fmt.Fprintf(tw, "untouched sessions on B\t%d, %d disconnected\n", u.Sessions, u.Disconnected)
 	fmt.Fprintf(tw, "  latency before the stop\t%s\n", lat(u.Before))
 	fmt.Fprintf(tw, "  latency during the storm\t%s\n", lat(u.Storm))
+	if n, first, worst := u.slowBins(untouchedSlow); n > 0 {
+		fmt.Fprintf(tw, "  100 ms with a message over %g ms\t%d of %d, the first at %.1f s, the worst at %.1f s\n",
+			untouchedSlow, n, len(u.StormMaxPer100ms), first, worst)
+	}
 	tw.Flush()
 	fmt.Fprintln(w)
 

@@ -85,6 +85,20 @@ func runReconnectStorm(t *testing.T, cfg reconnectConfig) *reconnectReport {
 	if u.Sessions != cfg.untouched || u.Disconnected != 0 || cfg.untouched > 0 && (u.Before == nil || u.Storm == nil) {
 		t.Errorf("untouched %+v, want %d sessions, none disconnected, latency before and during the storm", u, cfg.untouched)
 	}
+	// The highest latency of each 100 ms is one of the storm's
+	// latencies: their top is the histogram's (which rounds up).
+	if u.Storm != nil {
+		top := 0.0
+		for _, v := range u.StormMaxPer100ms {
+			top = max(top, v)
+		}
+		if top <= 0 || top > u.Storm.Max {
+			t.Errorf("untouched highest latency per 100 ms tops at %v ms, want in (0, %v] (the storm's max)", top, u.Storm.Max)
+		}
+	}
+	if r.ServerPeakAdmitted < 1 {
+		t.Errorf("B's peak admitted in 100 ms = %d, want at least 1: it admitted %d", r.ServerPeakAdmitted, r.Back)
+	}
 	return r
 }
 
@@ -211,5 +225,16 @@ func TestStormPeakWindow(t *testing.T) {
 		if got := peakWindow(c.v, c.n); got != c.want {
 			t.Errorf("peakWindow(%v, %d) = %d, want %d", c.v, c.n, got, c.want)
 		}
+	}
+}
+
+func TestUntouchedSlowBins(t *testing.T) {
+	u := untouchedReport{StormMaxPer100ms: []float64{1, 60, 2, 0, 900, 51, 50}}
+	n, first, worst := u.slowBins(50)
+	if n != 3 || first != 0.1 || worst != 0.4 {
+		t.Errorf("slowBins(50) = %d, %v, %v; want 3 bins, the first at 0.1 s, the worst at 0.4 s", n, first, worst)
+	}
+	if n, _, _ := (untouchedReport{}).slowBins(50); n != 0 {
+		t.Errorf("no bins: %d slow", n)
 	}
 }

@@ -37,17 +37,34 @@ type untouched struct {
 	base  time.Time    // the clock the message stamps count from
 	phase atomic.Int32 // the phase a message received now falls in
 
-	mu     sync.Mutex // guards before and storm
+	// stormAt is when the storm phase began, as time since base; set
+	// by startStorm before the phase changes.
+	stormAt atomic.Int64
+
+	mu     sync.Mutex // guards before, storm and stormMax
 	before *hdrhistogram.Histogram
 	storm  *hdrhistogram.Histogram
+	// stormMax is the highest latency received in each binWidth bin
+	// of the storm, from stormAt: when the untouched sessions waited.
+	stormMax []time.Duration
 
 	opened       atomic.Int64
 	disconnected atomic.Int64
 	wg           sync.WaitGroup
 }
 
+// maxStormBins bounds stormMax: ten minutes of binWidth bins, longer
+// than any storm's -duration that a report would chart.
+const maxStormBins = 6000
+
 func newUntouched() *untouched {
 	return &untouched{base: time.Now(), before: report.NewHistogram(), storm: report.NewHistogram()}
+}
+
+// startStorm begins the storm phase now.
+func (u *untouched) startStorm() {
+	u.stormAt.Store(int64(time.Since(u.base)))
+	u.phase.Store(phaseStorm)
 }
 
 // open dials n sessions to d from the untouched block of source
@@ -137,14 +154,17 @@ func (u *untouched) read(ctx context.Context, c *client.Conn, hc *http.Client) {
 			if err != nil {
 				continue
 			}
-			u.record(now - time.Duration(sent))
+			u.record(now, now-time.Duration(sent))
 		}
 	}
 }
 
-func (u *untouched) record(d time.Duration) {
+// record counts a latency d of a message received at now (time since
+// base).
+func (u *untouched) record(now, d time.Duration) {
 	var h *hdrhistogram.Histogram
-	switch u.phase.Load() {
+	phase := u.phase.Load()
+	switch phase {
 	case phaseBefore:
 		h = u.before
 	case phaseStorm:
@@ -153,8 +173,19 @@ func (u *untouched) record(d time.Duration) {
 		return
 	}
 	u.mu.Lock()
+	defer u.mu.Unlock()
 	report.RecordMicros(h, d.Microseconds())
-	u.mu.Unlock()
+	if phase != phaseStorm {
+		return
+	}
+	bin := int((now - time.Duration(u.stormAt.Load())) / binWidth)
+	if bin < 0 || bin >= maxStormBins {
+		return
+	}
+	for len(u.stormMax) <= bin {
+		u.stormMax = append(u.stormMax, 0)
+	}
+	u.stormMax[bin] = max(u.stormMax[bin], d)
 }
 
 // summary returns the report of the sessions once they have ended.
@@ -167,6 +198,10 @@ func (u *untouched) summary() untouchedReport {
 	}
 	if u.storm.TotalCount() > 0 {
 		r.Storm = report.Summarize(u.storm)
+	}
+	r.StormMaxPer100ms = make([]float64, len(u.stormMax))
+	for i, d := range u.stormMax {
+		r.StormMaxPer100ms[i] = report.Round3(float64(d.Microseconds()) / 1000)
 	}
 	return r
 }
