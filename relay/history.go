@@ -8,6 +8,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -118,7 +119,8 @@ func (r *Relay) deliverFrame(channel, p string) {
 		r.cfg.Observer.RelayDropped(DropMalformed, 1)
 		return
 	}
-	w, reason := decodeMessageWithin(payload, "", r.signer, time.Now(), 0)
+	now := time.Now()
+	w, reason := decodeMessageWithin(payload, "", r.signer, now, 0)
 	if reason == "" && r.Channel(w.dest) != channel {
 		reason = DropMalformed
 	}
@@ -129,7 +131,9 @@ func (r *Relay) deliverFrame(channel, p string) {
 	hs := append(w.headers,
 		stompframe.Header{Name: history.HeaderOffset, Value: strconv.FormatUint(pos.Offset, 10)},
 		stompframe.Header{Name: history.HeaderEpoch, Value: pos.Epoch})
-	n := r.broker.Publish(broker.NewMessageParts(r.broker.NextID(), w.dest, hs, w.body))
+	m := broker.NewMessageParts(r.broker.NextID(), w.dest, hs, w.body)
+	m.SetArrival(outcome.DeliveryRelay, now.UnixNano())
+	n := r.broker.Publish(m)
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)
 }

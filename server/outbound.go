@@ -171,9 +171,11 @@ func (s *session) Flush() {
 			s.box.putBack(items)
 			break
 		}
+		now := time.Now().UnixNano()
+		s.lastWrite.Store(now)
+		s.observeWritten(items, now)
 		clear(items)
 		recycleQueue(items)
-		s.lastWrite.Store(time.Now().UnixNano())
 		if !sent {
 			// The connection holds the rest; the frames count as in
 			// flight until the writer has sent it.
@@ -276,17 +278,18 @@ func (s *session) writeLoop() {
 		buf := (*bp)[:room]
 		binary := false
 		z := s.deflatedBatch(items)
+		first := 0 // items[first:] are not yet written
 		for i := range items {
 			it := &items[i]
 			if failed {
 				continue
 			}
 			if it.close {
-				if len(buf) > room && !s.write(buf, binary, z) {
+				if len(buf) > room && !s.writeItems(buf, binary, z, items[first:i]) {
 					failed = true
 					continue
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i
 				// Close sends the close frame and waits for the reply,
 				// at most wsconn.CloseTimeout.
 				_ = s.conn.Close(it.code, it.reason)
@@ -296,11 +299,11 @@ func (s *session) writeLoop() {
 			// Send what is packed first if this frame would overflow the
 			// batch buffer, so the pooled buffer does not grow.
 			if it.msg != nil && len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
-				if !s.write(buf, binary, z) {
+				if !s.writeItems(buf, binary, z, items[first:i]) {
 					failed = true
 					continue
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i
 			}
 			var b bool
 			if z {
@@ -310,13 +313,13 @@ func (s *session) writeLoop() {
 			}
 			binary = binary || b
 			if len(buf)-room >= writeBatchSize {
-				if !s.write(buf, binary, z) {
+				if !s.writeItems(buf, binary, z, items[first:i+1]) {
 					failed = true
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i+1
 			}
 		}
-		if !failed && len(buf) > room && !s.write(buf, binary, z) {
+		if !failed && len(buf) > room && !s.writeItems(buf, binary, z, items[first:]) {
 			failed = true
 		}
 		if cap(buf) <= 4*writeBatchSize {
@@ -344,6 +347,18 @@ func (s *session) write(buf []byte, binary, deflated bool) bool {
 		return false
 	}
 	s.lastWrite.Store(time.Now().UnixNano())
+	return true
+}
+
+// writeItems is write for the frames of items, packed in buf, which it
+// reports to the server's DeliveryObserver once written.
+func (s *session) writeItems(buf []byte, binary, deflated bool, items []outItem) bool {
+	if !s.write(buf, binary, deflated) {
+		return false
+	}
+	// write stored the time of the write; only this writer stores it
+	// while it runs.
+	s.observeWritten(items, s.lastWrite.Load())
 	return true
 }
 

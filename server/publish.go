@@ -1,7 +1,10 @@
 package server
 
 import (
+	"time"
+
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -22,6 +25,9 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	// NewMessage drops them with the other reserved headers.
 	f.Headers = append(f.Headers, headers...)
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
+	if s.latency != nil {
+		s.stampArrival(m, outcome.DeliveryAPI, time.Now().UnixNano())
+	}
 	return m.ID, s.deliver(m, nil)
 }
 
