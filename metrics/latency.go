@@ -36,8 +36,8 @@ type latencyMetrics struct {
 func (m *Metrics) buildLatency(b *builder) {
 	b.name = "stompgate_delivery_latency_seconds"
 	latency := promauto.With(b).NewHistogramVec(prometheus.HistogramOpts{
-		Name: b.name,
-		Help: "Time from a message's arrival (the end of the read that brought a SEND, a relay message read from Redis, an API call) to the write that put each MESSAGE on a subscriber's socket, by path: local, relay, api.",
+		Name:    b.name,
+		Help:    "Time from a message's arrival (the end of the read that brought a SEND, a relay message read from Redis, an API call) to the write that put each MESSAGE on a subscriber's socket, by path: local, relay, api.",
 		Buckets: DeliveryLatencyBuckets,
 	}, []string{"path"})
 	obs := resolveAll(deliveryPathLabels, latency.WithLabelValues)
