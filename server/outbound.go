@@ -32,8 +32,13 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 		return false
 	}
 	p := o.pushLocked(outItem{msg: m, sub: sub}, size)
+	held := o.deferLocked(p.start, b)
 	o.mu.Unlock()
-	s.startWriter(p, b)
+	if held {
+		b.Defer(s)
+	} else if p.start {
+		go s.writeLoop()
+	}
 	s.checkBudget(p)
 	return true
 }
@@ -69,9 +74,18 @@ func (s *session) startWriter(p pushed, b *broker.Batch) {
 }
 
 func (s *session) start(b *broker.Batch) {
-	if !b.Defer(s) {
+	if b == nil {
 		go s.writeLoop()
+		return
 	}
+	s.box.mu.Lock()
+	held := s.box.deferLocked(true, b)
+	s.box.mu.Unlock()
+	if held {
+		b.Defer(s)
+		return
+	}
+	go s.writeLoop()
 }
 
 // send queues an encoded frame unless the session is closing. It is for
@@ -135,6 +149,10 @@ const flushRounds = 2
 // must: Flush may run inside a read on the publisher's descriptor, where
 // closing one could wait for that read to end.
 func (s *session) Flush() {
+	if !s.box.claim() {
+		// Another publisher's batch wrote first (see deferLocked).
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.writerPanicked(v)
