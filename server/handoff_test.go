@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/stompframe"
 )
 
 // flushNothing is a Flusher that only fills a batch.
@@ -48,5 +49,39 @@ func TestDeferHandsTheStartOn(t *testing.T) {
 	}
 	if o.deferLocked(false, &q) {
 		t.Error("a push while the claimed writer runs was handed on, want not")
+	}
+}
+
+// A publisher whose reader has not flushed its batch (stalled, say, by
+// the machine) does not hold up another publisher's MESSAGE for the same
+// session: the second publisher's flush writes both, and the first one's
+// finds nothing left. The session then ends as usual.
+func TestStalledBatchDoesNotHoldOthersDeliveries(t *testing.T) {
+	ts := startServer(t, Config{})
+	c := dialRaw(t, ts.url)
+	s := ts.session(t, c.Connect().Get("session"))
+	sub := broker.NewSubscription("x", "/topic/h", broker.AckAuto, stompframe.V12, s)
+	message := func(id, body string) *broker.Message {
+		f := &stompframe.Frame{Command: stompframe.CommandSend, Body: []byte(body)}
+		f.Add("destination", "/topic/h")
+		return broker.NewMessage(id, f)
+	}
+	var stalled, next broker.Batch
+	// Should the test fail before the stalled publisher flushes, its
+	// flush still lets the session end.
+	t.Cleanup(stalled.Flush)
+	if !s.Deliver(sub, message("1", "one"), &stalled) || !s.Deliver(sub, message("2", "two"), &next) {
+		t.Fatal("Deliver refused")
+	}
+	next.Flush()
+	for _, want := range []string{"one", "two"} {
+		if m := c.Expect("MESSAGE"); string(m.Body) != want {
+			t.Fatalf("MESSAGE %q, want %q", m.Body, want)
+		}
+	}
+	stalled.Flush()
+	c.Send("DISCONNECT\nreceipt:bye\n\n\x00")
+	if r := c.Expect("RECEIPT"); r.Get("receipt-id") != "bye" {
+		t.Fatalf("RECEIPT %q, want bye", r.Get("receipt-id"))
 	}
 }
