@@ -233,6 +233,7 @@ func (b *Broker) PublishBatch(m *Message, batch *Batch) (delivered int) {
 	if t == nil {
 		return 0
 	}
+	m.stampQueued()
 	for _, s := range t.snapshot() {
 		m.prepare(s.Version)
 		if s.Subscriber.Deliver(s, m, batch) {

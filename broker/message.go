@@ -46,6 +46,12 @@ type Message struct {
 	// it. Written once under zmu, read without it.
 	zmu   sync.Mutex
 	ztail [3]atomic.Pointer[[]byte]
+
+	// path and arrived are how and when the message reached the server,
+	// queued when Publish began handing it to subscribers (Unix
+	// nanoseconds; 0: not timed). See SetArrival.
+	path            string
+	arrived, queued int64
 }
 
 // Reserved reports the SEND headers the server sets itself or that
@@ -119,7 +125,8 @@ func NewMessageParts(id, dest string, headers []stompframe.Header, body []byte) 
 // encoded ahead: AppendFrame writes the copy straight into the
 // subscriber's buffer.
 func (m *Message) Redirected(dest string) *Message {
-	return &Message{ID: m.ID, Destination: dest, Binary: m.Binary, headers: m.headers, body: m.body}
+	r := &Message{ID: m.ID, Destination: dest, Binary: m.Binary, headers: m.headers, body: m.body}
+	return r.KeepArrival(m)
 }
 
 // Headers returns the passed-through headers (not a copy; do not modify).

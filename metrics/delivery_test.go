@@ -90,7 +90,8 @@ func TestBoundedCardinality(t *testing.T) {
 		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults + // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
 		3*2 + len(reloadResultLabels) + // rule drops, latest-value replacements and subscriber cap refusals (default, other each), policy reloads
 		len(admissionReasonLabels) + 1 + // admission refusals, admissions
-		len(presenceOpLabels) + len(presenceFrameLabels) + len(presenceRefusalLabels) + 3 // presence events, frames, refusals, truncated, store errors, dropped
+		len(presenceOpLabels) + len(presenceFrameLabels) + len(presenceRefusalLabels) + 3 + // presence events, frames, refusals, truncated, store errors, dropped
+		len(deliveryPathLabels) + 1 // delivery latency by path (+ other), outbound queue wait
 	if got := seriesCount(t, reg); got != want {
 		t.Fatalf("series after New = %d, want %d", got, want)
 	}
@@ -128,6 +129,7 @@ func TestBoundedCardinality(t *testing.T) {
 		m.PrincipalLimitDecision(rng.IntN(2) == 0, word())
 		m.LatestReplaced(word())
 		m.SubscriberCapRefused(word())
+		m.MessageWritten(word(), time.Duration(rng.Int64N(int64(time.Second))), 0)
 	}
 	if got := seriesCount(t, reg); got != want {
 		t.Errorf("series after 10,000 random inputs = %d, want %d", got, want)

@@ -33,6 +33,7 @@
 //     resubscriptions: outcome.RelayResubscribes.
 //   - endpoint, result, bound on the backend: outcome.APIEndpoints,
 //     outcome.AppResults, outcome.AppBacklogBounds.
+//   - path on delivery latency: outcome.DeliveryPaths.
 //   - destination_prefix: one of Config.DestinationPrefixes.
 //   - rule: the policy's destination rule names, which the policy bounds
 //     (at most 256, [a-z0-9_]+), given to SetRules; default; other.
@@ -130,6 +131,17 @@
 //     with ERROR "subscriber limit reached" and a close, because the
 //     destination had its rule's most subscribers on this instance; each
 //     is also counted in stompgate_sessions_closed_total{reason="subscriber_cap"}.
+//   - stompgate_delivery_latency_seconds{path} (histogram): time from a
+//     message's arrival to the write that put each MESSAGE on a
+//     subscriber's socket, by path (outcome.DeliveryPaths): local (from
+//     the end of the read that brought the SEND), relay (from the relay's
+//     read of it from Redis; destinations with a history in Redis come
+//     this way too), api (from the server API call or Server.Publish);
+//     buckets from 50µs to 2.5s (DeliveryLatencyBuckets).
+//     StompgateDeliverySlow fires on its p99.
+//   - stompgate_outbound_queue_wait_seconds (histogram): the part of it
+//     each MESSAGE spent in its subscriber's outbound queue, from the
+//     broker's fan-out to the write; the same buckets.
 //
 // History and recovery (destinations whose rule has history), exposed by
 // NewHistoryCollector:

@@ -119,6 +119,8 @@ type Metrics struct {
 	rules ruleMetrics
 
 	presence presenceMetrics
+
+	latency latencyMetrics
 }
 
 // New builds the collectors, registers them on reg and resolves every
@@ -153,6 +155,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildProcs(b)
 	m.buildRules(b)
 	m.buildAdmission(b)
+	m.buildLatency(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -119,7 +120,8 @@ func (r *Relay) deliverFrame(channel, p string) {
 		r.cfg.Observer.RelayDropped(DropMalformed, 1)
 		return
 	}
-	w, reason := decodeMessageWithin(payload, "", r.signer, time.Now(), 0)
+	now := time.Now()
+	w, reason := decodeMessageWithin(payload, "", r.signer, now, 0)
 	if reason == "" && r.Channel(w.dest) != channel {
 		reason = DropMalformed
 	}
@@ -134,6 +136,7 @@ func (r *Relay) deliverFrame(channel, p string) {
 	if m.Trace = w.trace; m.Trace != "" && r.cfg.Tracer != nil {
 		defer r.cfg.Tracer.Deliver(m.Trace, m.Destination)()
 	}
+	m.SetArrival(outcome.DeliveryRelay, now.UnixNano())
 	n := r.broker.Publish(m)
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)

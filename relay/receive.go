@@ -12,6 +12,7 @@ import (
 
 	"github.com/stompgate/stompgate/broker"
 	"github.com/stompgate/stompgate/history"
+	"github.com/stompgate/stompgate/outcome"
 )
 
 // subConn is one subscription connection and what its receiver reports
@@ -139,7 +140,8 @@ func (r *Relay) deliver(payload string) {
 		r.cfg.Observer.RelayDropped(DropTooLarge, 1)
 		return
 	}
-	w, reason := decodeMessage(payload, r.instance, r.signer, time.Now())
+	now := time.Now()
+	w, reason := decodeMessage(payload, r.instance, r.signer, now)
 	if reason != "" {
 		r.cfg.Observer.RelayDropped(reason, 1)
 		return
@@ -153,6 +155,7 @@ func (r *Relay) deliver(payload string) {
 	if m.Trace = w.trace; m.Trace != "" && r.cfg.Tracer != nil {
 		defer r.cfg.Tracer.Deliver(m.Trace, m.Destination)()
 	}
+	m.SetArrival(outcome.DeliveryRelay, now.UnixNano())
 	n := r.broker.Publish(m)
 	r.cfg.Observer.RelayMessages(DirectionIn, 1)
 	r.cfg.Observer.Delivered(w.dest, n)

@@ -14,6 +14,11 @@
 // too (Config.OutboundTotalBytes): past it, the largest backlogs are
 // closed first. Listener caps each socket's kernel send buffer, which
 // would otherwise hold megabytes for a peer that does not read.
+// What a publisher's frames deliver is written by its own reader before
+// it waits (broker.Batch); a session held back so is written by
+// whichever publisher delivering to it flushes first (handoff.go). An
+// Observer that is also a DeliveryObserver is told, for every MESSAGE
+// written, the time since its arrival and the part spent queued.
 //
 // Protocol behaviour (STOMP 1.2 specification, sections in quotes):
 //   - "Connecting": CONNECT or STOMP is answered with CONNECTED carrying

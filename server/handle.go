@@ -51,7 +51,7 @@ func (s *session) handle(f *stompframe.Frame, now time.Time) (end bool) {
 	case stompframe.CommandConnect, stompframe.CommandStomp:
 		return s.onConnect(f)
 	case stompframe.CommandSend:
-		if end := s.onSend(f, receipt); end {
+		if end := s.onSend(f, receipt, now); end {
 			return true
 		}
 	case stompframe.CommandSubscribe:
@@ -258,7 +258,7 @@ func (s *session) onConnect(f *stompframe.Frame) bool {
 	return false
 }
 
-func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
+func (s *session) onSend(f *stompframe.Frame, receipt string, now time.Time) bool {
 	if dest := f.Get("destination"); strings.HasPrefix(dest, UserPrefix) {
 		if !s.mayPublishUser(dest) {
 			s.protocolError(frameError{kind: outcome.RejectPermission.String(), message: "permission denied",
@@ -274,15 +274,17 @@ func (s *session) onSend(f *stompframe.Frame, receipt string) bool {
 	if name, ok := f.Lookup("transaction"); ok {
 		return s.hold(name, m, receipt)
 	}
-	return s.publish(m, receipt)
+	return s.publish(m, receipt, now)
 }
 
-// publish delivers m, or hands it to the AppHandler when it is for an app
-// destination, and reports whether the session is ending.
-func (s *session) publish(m *broker.Message, receipt string) (end bool) {
+// publish delivers m, read (or committed) at now, or hands it to the
+// AppHandler when it is for an app destination, and reports whether the
+// session is ending.
+func (s *session) publish(m *broker.Message, receipt string, now time.Time) (end bool) {
 	if s.srv.isApp(m.Destination) {
 		return s.handleApp(m, receipt)
 	}
+	s.srv.stampArrival(m, outcome.DeliveryLocal, now.UnixNano())
 	s.srv.deliver(m, &s.batch)
 	return false
 }

@@ -409,7 +409,7 @@ func (h *historySubscriber) decided(st history.Step, replayed int) {
 // pending outcome if there is one. Called with mu held.
 func (h *historySubscriber) emit(m *broker.Message, pos history.Position, b *broker.Batch) bool {
 	if h.pending != nil {
-		m = broker.NewMessageParts(m.ID, m.Destination, append(slices.Clip(m.Headers()), h.pending...), m.Body())
+		m = broker.NewMessageParts(m.ID, m.Destination, append(slices.Clip(m.Headers()), h.pending...), m.Body()).KeepArrival(m)
 		h.pending = nil
 	}
 	if pos.Offset != 0 {

@@ -36,7 +36,7 @@ func (h memoryHistory) Append(m *broker.Message, r history.Retention) (int, bool
 	n := 0
 	_, err := h.store.AppendDeliver(m.Destination, encodeEntry(m), r, func(pos history.Position) {
 		hs := append(append(make([]stompframe.Header, 0, len(m.Headers())+2), m.Headers()...), positionOf(pos)...)
-		n = h.broker.Publish(broker.NewMessageParts(m.ID, m.Destination, hs, m.Body()))
+		n = h.broker.Publish(broker.NewMessageParts(m.ID, m.Destination, hs, m.Body()).KeepArrival(m))
 	})
 	return n, err == nil
 }

@@ -32,8 +32,13 @@ func (s *session) Deliver(sub *broker.Subscription, m *broker.Message, b *broker
 		return false
 	}
 	p := o.pushLocked(outItem{msg: m, sub: sub}, size)
+	held := o.deferLocked(p.start, b)
 	o.mu.Unlock()
-	s.startWriter(p, b)
+	if held {
+		b.Defer(s)
+	} else if p.start {
+		go s.writeLoop()
+	}
 	s.checkBudget(p)
 	return true
 }
@@ -69,9 +74,18 @@ func (s *session) startWriter(p pushed, b *broker.Batch) {
 }
 
 func (s *session) start(b *broker.Batch) {
-	if !b.Defer(s) {
+	if b == nil {
 		go s.writeLoop()
+		return
 	}
+	s.box.mu.Lock()
+	held := s.box.deferLocked(true, b)
+	s.box.mu.Unlock()
+	if held {
+		b.Defer(s)
+		return
+	}
+	go s.writeLoop()
 }
 
 // send queues an encoded frame unless the session is closing. It is for
@@ -135,6 +149,10 @@ const flushRounds = 2
 // must: Flush may run inside a read on the publisher's descriptor, where
 // closing one could wait for that read to end.
 func (s *session) Flush() {
+	if !s.box.claim() {
+		// Another publisher's batch wrote first (see deferLocked).
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			s.writerPanicked(v)
@@ -171,9 +189,11 @@ func (s *session) Flush() {
 			s.box.putBack(items)
 			break
 		}
+		now := time.Now().UnixNano()
+		s.lastWrite.Store(now)
+		s.observeWritten(items, now)
 		clear(items)
 		recycleQueue(items)
-		s.lastWrite.Store(time.Now().UnixNano())
 		if !sent {
 			// The connection holds the rest; the frames count as in
 			// flight until the writer has sent it.
@@ -276,17 +296,18 @@ func (s *session) writeLoop() {
 		buf := (*bp)[:room]
 		binary := false
 		z := s.deflatedBatch(items)
+		first := 0 // items[first:] are not yet written
 		for i := range items {
 			it := &items[i]
 			if failed {
 				continue
 			}
 			if it.close {
-				if len(buf) > room && !s.write(buf, binary, z) {
+				if len(buf) > room && !s.writeItems(buf, binary, z, items[first:i]) {
 					failed = true
 					continue
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i
 				// Close sends the close frame and waits for the reply,
 				// at most wsconn.CloseTimeout.
 				_ = s.conn.Close(it.code, it.reason)
@@ -296,11 +317,11 @@ func (s *session) writeLoop() {
 			// Send what is packed first if this frame would overflow the
 			// batch buffer, so the pooled buffer does not grow.
 			if it.msg != nil && len(buf) > room && len(buf)+it.msg.Size(it.sub) > cap(buf) {
-				if !s.write(buf, binary, z) {
+				if !s.writeItems(buf, binary, z, items[first:i]) {
 					failed = true
 					continue
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i
 			}
 			var b bool
 			if z {
@@ -310,13 +331,13 @@ func (s *session) writeLoop() {
 			}
 			binary = binary || b
 			if len(buf)-room >= writeBatchSize {
-				if !s.write(buf, binary, z) {
+				if !s.writeItems(buf, binary, z, items[first:i+1]) {
 					failed = true
 				}
-				buf, binary = buf[:room], false
+				buf, binary, first = buf[:room], false, i+1
 			}
 		}
-		if !failed && len(buf) > room && !s.write(buf, binary, z) {
+		if !failed && len(buf) > room && !s.writeItems(buf, binary, z, items[first:]) {
 			failed = true
 		}
 		if cap(buf) <= 4*writeBatchSize {
@@ -344,6 +365,18 @@ func (s *session) write(buf []byte, binary, deflated bool) bool {
 		return false
 	}
 	s.lastWrite.Store(time.Now().UnixNano())
+	return true
+}
+
+// writeItems is write for the frames of items, packed in buf, which it
+// reports to the server's DeliveryObserver once written.
+func (s *session) writeItems(buf []byte, binary, deflated bool, items []outItem) bool {
+	if !s.write(buf, binary, deflated) {
+		return false
+	}
+	// write stored the time of the write; only this writer stores it
+	// while it runs.
+	s.observeWritten(items, s.lastWrite.Load())
 	return true
 }
 

@@ -49,6 +49,7 @@ type outbox struct {
 	// mu guards the fields below.
 	mu          sync.Mutex
 	writing     bool           // a writer runs or has been handed the start of one
+	deferred    bool           // the start was handed to a batch and not yet claimed (handoff.go)
 	closed      bool           // no more frames are queued, except the final close
 	reason      *outcome.Close // the first close reason, recorded as closed is set
 	queue       []outItem
@@ -58,6 +59,8 @@ type outbox struct {
 	drained     *sync.Cond // on mu, made when someone first waits: the writer finished a batch, or closed
 	counted     int        // the part of queuedBytes+inflightB in budget.total (see recountLocked)
 	releasing   bool       // closed as a slow consumer: counted is also in budget.releasing
+	// deferredTo is the last batch handed the start while deferred.
+	deferredTo *broker.Batch
 	// taken counts the items ever taken from the front of queue, by the
 	// writer or discarded (less those put back), so that taken+i names
 	// queue[i] for as long as it is queued (see latestSlot).
@@ -434,7 +437,7 @@ func (o *outbox) writtenLocked() {
 func (o *outbox) writerPanicked() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.writing = false
+	o.writing, o.deferred, o.deferredTo = false, false, nil
 	o.endLocked(outcome.ClosePanic)
 	o.writtenLocked()
 	o.discardQueueLocked()

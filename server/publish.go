@@ -1,7 +1,10 @@
 package server
 
 import (
+	"time"
+
 	"github.com/stompgate/stompgate/broker"
+	"github.com/stompgate/stompgate/outcome"
 	"github.com/stompgate/stompgate/stompframe"
 )
 
@@ -26,6 +29,9 @@ func (s *Server) Publish(dest string, headers []stompframe.Header, body []byte) 
 	f.Headers = append(f.Headers, headers...)
 	m := broker.NewMessage(s.cfg.Broker.NextID(), &f)
 	s.adoptTrace(m, headers)
+	if s.latency != nil {
+		s.stampArrival(m, outcome.DeliveryAPI, time.Now().UnixNano())
+	}
 	return m.ID, s.deliver(m, nil)
 }
 

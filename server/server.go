@@ -48,6 +48,9 @@ type Server struct {
 	// dest is Config.Observer when it also counts what destination
 	// options do (DestinationObserver), resolved once; nil otherwise.
 	dest DestinationObserver
+	// latency is Config.Observer when it also times deliveries
+	// (DeliveryObserver), resolved once; nil otherwise.
+	latency DeliveryObserver
 
 	// origins logs the handshakes refused as cross-origin.
 	origins originLog
@@ -77,6 +80,7 @@ func New(cfg Config) (*Server, error) {
 	s.backlog, _ = c.Observer.(AppBacklogObserver)
 	s.input, _ = c.Observer.(InputObserver)
 	s.dest, _ = c.Observer.(DestinationObserver)
+	s.latency, _ = c.Observer.(DeliveryObserver)
 	s.reg.init()
 	return s, nil
 }

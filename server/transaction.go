@@ -68,7 +68,7 @@ func (s *session) commit(name, receipt string, now time.Time) (end, dropped bool
 		return true, false
 	}
 	for _, m := range tx.msgs {
-		if s.publish(m, receipt) {
+		if s.publish(m, receipt, now) {
 			return true, false
 		}
 	}

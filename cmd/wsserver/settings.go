@@ -135,7 +135,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	fs.DurationVar(&s.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a graceful shutdown waits for sessions to flush and close")
 	fs.BoolVar(&s.adaptiveProcs, "adaptive-procs", true, "run Go's scheduler on one processor while the load fits in one with room to spare, and on all (GOMAXPROCS at start) as soon as it does not, checked every 100ms; false: always on all")
 	fs.DurationVar(&s.procsHold, "adaptive-procs-hold", procs.DefaultHold, "with -adaptive-procs: how long the server stays on all processors after the last moment that needed them, so that recurring bursts find them (0: no hold)")
-	fs.DurationVar(&s.procsWait, "adaptive-procs-wait", procs.DefaultWait, "with -adaptive-procs: while on fewer processors, a goroutine that waited this long to run while they were full brings all back at once, without waiting for the 100ms check (looked at every 5ms; 0: only the 100ms check)")
+	fs.DurationVar(&s.procsWait, "adaptive-procs-wait", procs.DefaultWait, "with -adaptive-procs: while on fewer processors, a goroutine that waited this long to run (the processors full, or the machine not running the server) brings all back at once, without waiting for the 100ms check (looked at every 5ms; 0: only the 100ms check)")
 
 	fs.IntVar(&s.maxFrameSize, "max-frame-size", stompframe.DefaultMaxFrameSize, "largest accepted STOMP frame (and WebSocket message) in bytes")
 	fs.IntVar(&s.maxHeaders, "max-headers", stompframe.DefaultMaxHeaders, "most header lines per frame")

@@ -20,8 +20,9 @@
 // up to a tick, so while below Max Adapt also looks every Policy.Check (a
 // few milliseconds) at how long runnable goroutines waited for a
 // processor (runtime/metrics /sched/latencies:seconds): one that waited
-// Policy.Wait or more means work is queueing, and all processors come
-// back at once. Bursts that recur keep them: such a wait (at Max, read
+// Policy.Wait or more means work is queueing, or that the process's
+// thread was not running while work stood queued on it (a shared
+// machine ran something else), and all processors come back at once. Bursts that recur keep them: such a wait (at Max, read
 // once a tick), or a tick that needed more than one processor fewer,
 // starts a hold of Policy.Hold ticks before the process may come down
 // again.
@@ -58,16 +59,15 @@ type Policy struct {
 	Hold int
 	// Check is how often Adapt looks for queueing between ticks while
 	// below Max; Wait is the time a runnable goroutine must have waited
-	// for a processor since the last look, while the process used more
-	// than Raise of its processors, to go to Max at once. Check zero: no
-	// look between ticks.
+	// for a processor since the last look to go to Max at once, whatever
+	// the load (see Queued). Check zero: no look between ticks.
 	Check time.Duration
 	Wait  time.Duration
 }
 
 // Default is the policy for up to most processors: up past 85 % of what
-// runs, over a tick or over 5 ms in which a goroutine waited a
-// millisecond to run (looked at while below most); down when a second's load (10 ticks of
+// runs over a tick, or as soon as a goroutine waited a millisecond to run
+// (looked at every 5 ms while below most); down when a second's load (10 ticks of
 // DefaultTick) would fill less than 80 % of one processor fewer and
 // nothing needed more for DefaultHold before it.
 func Default(most int) Policy {
@@ -130,15 +130,21 @@ func (p Policy) Next(cur int, busy float64, low int) (next, lowNow int) {
 
 // Queued returns the processors to run on after a look between ticks
 // that found waited goroutines (sampled by the runtime) that had waited
-// Wait or more for a processor while the process used busy cores on cur
-// processors since the previous look, and the low count from then on.
-// Below Max, waits on processors used past Raise go to Max: work is
-// queueing because the processors are full. Waits on processors with
-// room are the machine's (the process's threads were not running), and
-// more processors would not help.
-func (p Policy) Queued(cur int, waited uint64, busy float64, low int) (next, lowNow int) {
+// Wait or more for a processor on cur processors since the previous
+// look, and the low count from then on. Below Max, any such wait goes to
+// Max, whatever the process's load: on full processors work is
+// queueing, and on processors with room the process's threads were not
+// running (the machine ran something else, or a collection stopped
+// them), while goroutines stood queued behind them. A goroutine queued
+// on a processor whose thread is not running waits until the thread runs
+// again, a scheduler's time slice or more; with another processor, an
+// idle thread takes it (Go's work stealing). Such waits were most of the
+// slowest 1 % of deliveries on a shared 2-core machine (BENCHMARKS.md).
+// A process that fits in one processor with room on a machine of its
+// own sees no such waits and stays on one.
+func (p Policy) Queued(cur int, waited uint64, low int) (next, lowNow int) {
 	cur = min(max(cur, 1), p.Max)
-	if waited > 0 && cur < p.Max && busy > p.Raise*float64(cur) {
+	if waited > 0 && cur < p.Max {
 		return p.Max, -p.Hold
 	}
 	return cur, low
@@ -191,7 +197,6 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			c.Reset(policy.Check)
 		}
 		last, lastAt := procstat.SelfCPU(), time.Now()
-		lookCPU, lookAt := last, lastAt
 		set := func(next int, raise string) {
 			if next == cur {
 				return
@@ -206,10 +211,8 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			case next == policy.Max:
 				c.Stop()
 			case cur == policy.Max:
-				// Waits and CPU from the time at Max are not this
-				// look's.
+				// Waits from the time at Max are not this look's.
 				waits.since()
-				lookCPU, lookAt = procstat.SelfCPU(), time.Now()
 				c.Reset(policy.Check)
 			}
 			cur = next
@@ -221,12 +224,9 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 			select {
 			case <-done:
 				return
-			case now := <-c.C:
-				cpu := procstat.SelfCPU()
-				busy := float64(cpu-lookCPU) / float64(now.Sub(lookAt))
-				lookCPU, lookAt = cpu, now
+			case <-c.C:
 				var next int
-				next, low = policy.Queued(cur, waits.since(), busy, low)
+				next, low = policy.Queued(cur, waits.since(), low)
 				set(next, ReasonQueue)
 			case now := <-t.C:
 				cpu := procstat.SelfCPU()
@@ -234,6 +234,11 @@ func Adapt(policy Policy, tick time.Duration, changed func(procs int, reason str
 				last, lastAt = cpu, now
 				var next int
 				next, low = policy.Next(cur, busy, low)
+				if cur == policy.Max && checking && waits.since() > 0 {
+					// Goroutines still wait to run on every processor:
+					// the hold starts again (see Queued).
+					next, low = cur, min(low, -policy.Hold)
+				}
 				set(next, ReasonLoad)
 			}
 		}
