@@ -183,11 +183,24 @@ func (p *Publisher) RunPaced(ctx context.Context, ck Clock, start, end time.Time
 		if !now.Before(end) {
 			return
 		}
-		// Wake at the next tick, or at the end to send the last frames due.
-		d := min(period-time.Since(start.Add(phase))%period, time.Until(end))
+		d, ok := nextTick(time.Now(), start.Add(phase), period, end)
+		if !ok {
+			return
+		}
 		wake = time.Now().Add(d)
 		t.Reset(d)
 	}
+}
+
+// nextTick returns how long after now a publisher whose ticks fall on
+// first + k·period wakes next, and false when that tick is not before
+// end: the publisher stops there. Waking every publisher at the end to
+// send the fraction of a frame still due would start them all in the
+// same instant, a burst no steady load has, measured in its last
+// milliseconds.
+func nextTick(now, first time.Time, period time.Duration, end time.Time) (time.Duration, bool) {
+	d := period - now.Sub(first)%period
+	return d, now.Add(d).Before(end)
 }
 
 // RunUnpaced sends as fast as the window lets it until end or ctx ends.
