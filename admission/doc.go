@@ -23,13 +23,16 @@
 //
 // Refusals are 503 Service Unavailable (the instance is busy, whoever
 // asks), where the per-client limits answer 429 (this client sent too
-// much). The Middleware decides before those limits run
-// (MiddlewareConfig.Checks): in a storm most handshakes are refused,
-// and each refusal then costs the instance no Redis round trip of the
-// handshake limit or the session cap. A request those limits refuse
-// after the Gate admitted it gives its token and slot back
-// (Gate.Refund), so a client refused for its own excess never keeps the
-// instance's tokens; it holds one only while its checks run.
+// much). The Middleware looks at the Gate before those limits run
+// (MiddlewareConfig.Checks): in a storm most handshakes are refused
+// there, and each refusal then costs the instance no Redis round trip
+// of the handshake limit or the session cap. The token and slot are
+// taken only after those limits let the request through, so a client
+// refused for its own excess never holds the instance's tokens, not
+// even while its refusal is decided: a flood from one address cannot
+// keep the bucket empty for others. A request that passed the look
+// and its checks finds the bucket emptied meanwhile at most as often
+// as requests run their checks at once, and is refused then.
 //
 // The Gate counts the most sessions it admitted within any PeakWindow
 // (100 ms): State.PeakAdmitted, which the bucket bounds by Rate ×

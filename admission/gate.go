@@ -251,24 +251,6 @@ func (g *Gate) decide(now time.Time, clock func() time.Time, take bool) Decision
 	return Decision{Admitted: true}
 }
 
-// Refund gives back both what an admitting AdmitAt took, the slot and
-// the token, for a request that a later check refused before it became
-// a session (the per-client handshake limit or session cap, when they
-// run after the admission: MiddlewareConfig.Checks). The token goes
-// back into the bucket, never above the burst, so a client refused for
-// its own excess does not spend the instance's rate. Call it instead of
-// Release, at most once per admitting decision.
-func (g *Gate) Refund() {
-	g.mu.Lock()
-	if g.sessions > 0 {
-		g.sessions--
-	}
-	if g.cfg.Rate > 0 {
-		g.tokens = min(g.burst, g.tokens+1)
-	}
-	g.mu.Unlock()
-}
-
 // Release gives back the slot of an admitting decision. Call it once
 // per admitting AdmitAt; a Release with no slot held does nothing.
 func (g *Gate) Release() {

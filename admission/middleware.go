@@ -31,12 +31,15 @@ type MiddlewareConfig struct {
 	Now func() time.Time
 	// Checks, if not nil, wraps the per-client checks (the handshake
 	// limit, the session cap) around the handler it is given, which
-	// leads to next: they then run after the Gate's decision, so that a
-	// refusal of a busy instance costs none of their work (each may be a
-	// Redis round trip), and a request they refuse gives its token and
-	// slot back (Gate.Refund), so a client refused for its own excess
-	// still spends none of the instance's rate. Nil: next is called
-	// right after the decision.
+	// leads to next: they then run between a look at the Gate and the
+	// taking of its token and slot. The look refuses what a busy
+	// instance would refuse, so that such a refusal costs none of the
+	// checks' work (each may be a Redis round trip); the token and slot
+	// are taken only once the checks let the request through, so a
+	// client refused for its own excess never holds the instance's
+	// tokens, not even while its refusal is being decided (a flood from
+	// one address would otherwise keep the bucket empty for everyone
+	// else). Nil: next is called right after the decision.
 	Checks func(http.Handler) (http.Handler, error)
 }
 
@@ -111,26 +114,14 @@ type ticket struct {
 
 func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := m.cfg.Gate
-	// Only an upgrade takes a token and a slot (see Middleware).
-	upgrade := isUpgrade(r)
-	d := g.admitWith(m.cfg.Now, upgrade)
-	if !d.Admitted {
-		if m.cfg.Observer != nil {
-			m.cfg.Observer.Refused(d.Reason)
-		}
-		secs := retryafter.Header(retryafter.Seconds(d.RetryAfter))
-		h := w.Header()
-		h.Set("Retry-After", secs)
-		h.Set("Cache-Control", "no-store")
-		// The client comes back in a second or more: a connection kept
-		// alive for it meanwhile would hold a goroutine, buffers and a
-		// file descriptor per refused client, in a storm as many as
-		// the sessions the instance is refusing room for.
-		h.Set("Connection", "close")
-		http.Error(w, "server busy ("+d.Reason+"), retry after "+secs+"s", http.StatusServiceUnavailable)
+	// A look only: the token and slot of an upgrade are taken by
+	// handoff, after the checks (see MiddlewareConfig.Checks).
+	if d := g.admitWith(m.cfg.Now, false); !d.Admitted {
+		m.refuse(w, d)
 		return
 	}
-	if !upgrade {
+	if !isUpgrade(r) {
+		// Only an upgrade takes a token and a slot (see Middleware).
 		m.inner.ServeHTTP(w, r)
 		return
 	}
@@ -139,26 +130,37 @@ func (m *middleware) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// slot back before net/http recovers it.
 	defer func() {
 		if p := recover(); p != nil {
-			if t.released.CompareAndSwap(false, true) {
-				if t.handed {
-					g.Release()
-				} else {
-					g.Refund()
-				}
+			if t.handed && t.released.CompareAndSwap(false, true) {
+				g.Release()
 			}
 			panic(p)
 		}
 	}()
 	m.inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), ticketKey{}, t)))
-	if !t.handed && t.released.CompareAndSwap(false, true) {
-		// A check refused it: it never became a session.
-		g.Refund()
-	}
 }
 
-// handoff is the last handler before the server: an admitted upgrade
-// that reaches it is a session's (counted as admitted), and its slot is
-// given back through server.OnSessionEnd.
+// refuse answers a request the Gate refused.
+func (m *middleware) refuse(w http.ResponseWriter, d Decision) {
+	if m.cfg.Observer != nil {
+		m.cfg.Observer.Refused(d.Reason)
+	}
+	secs := retryafter.Header(retryafter.Seconds(d.RetryAfter))
+	h := w.Header()
+	h.Set("Retry-After", secs)
+	h.Set("Cache-Control", "no-store")
+	// The client comes back in a second or more: a connection kept
+	// alive for it meanwhile would hold a goroutine, buffers and a file
+	// descriptor per refused client, in a storm as many as the sessions
+	// the instance is refusing room for.
+	h.Set("Connection", "close")
+	http.Error(w, "server busy ("+d.Reason+"), retry after "+secs+"s", http.StatusServiceUnavailable)
+}
+
+// handoff is the last handler before the server: an upgrade that
+// reaches it takes its token and slot from the Gate, or is refused there
+// if others took them since the first look (the checks in between may
+// have waited on Redis); one admitted is a session's (counted as
+// admitted), and its slot is given back through server.OnSessionEnd.
 type handoff struct {
 	m    *middleware
 	next http.Handler
@@ -171,11 +173,15 @@ func (h *handoff) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	g := h.m.cfg.Gate
+	if d := g.admitWith(h.m.cfg.Now, true); !d.Admitted {
+		h.m.refuse(w, d)
+		return
+	}
 	t.handed = true
 	if h.m.cfg.Observer != nil {
 		h.m.cfg.Observer.Admitted()
 	}
-	g := h.m.cfg.Gate
 	release := func() {
 		if t.released.CompareAndSwap(false, true) {
 			g.Release()

@@ -120,10 +120,10 @@ func TestMiddlewareReleasesOnPanic(t *testing.T) {
 	}
 }
 
-// With Checks, the Gate decides first: a busy instance refuses before
-// any check runs; a request a check refuses gives its token and slot
-// back and is not counted admitted; one that reaches next holds its
-// slot until the session ends.
+// With Checks, the Gate is looked at first: a busy instance refuses
+// before any check runs; a request a check refuses never took a token
+// or slot and is not counted admitted; one that reaches next takes them
+// and holds its slot until the session ends.
 func TestMiddlewareChecks(t *testing.T) {
 	g := newGate(t, Config{Rate: 0.001, Burst: 1, MaxSessions: 10})
 	obs := &countObserver{refused: map[string]int{}}
@@ -215,7 +215,55 @@ func TestMiddlewareReadsClockUnderLock(t *testing.T) {
 	}
 	h.ServeHTTP(httptest.NewRecorder(), upgradeRequest())
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/ws", nil))
-	if reads != 2 {
-		t.Errorf("clock read %d times for two decisions, want 2", reads)
+	// The upgrade: a look, then the taking; the plain GET: a look.
+	if reads != 3 {
+		t.Errorf("clock read %d times for an upgrade and a GET, want 3", reads)
+	}
+}
+
+// A request whose check is still deciding holds no token: with a burst of
+// one, another client is admitted meanwhile, and the slow one's refusal
+// then changes nothing. A flood from one address, refused by its own
+// limit, thus never keeps the bucket empty for others.
+func TestMiddlewareChecksHoldNoToken(t *testing.T) {
+	g := newGate(t, Config{Rate: 10, Burst: 1})
+	started, release := make(chan struct{}), make(chan struct{})
+	h, err := Middleware(MiddlewareConfig{Gate: g, Now: func() time.Time { return t0 },
+		Checks: func(next http.Handler) (http.Handler, error) {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get("X-Flood") != "" {
+					close(started)
+					<-release
+					http.Error(w, "too many", http.StatusTooManyRequests)
+					return
+				}
+				next.ServeHTTP(w, r)
+			}), nil
+		}},
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusSwitchingProtocols) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flood := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r := upgradeRequest()
+		r.Header.Set("X-Flood", "1")
+		h.ServeHTTP(flood, r)
+	}()
+	<-started
+	honest := httptest.NewRecorder()
+	h.ServeHTTP(honest, upgradeRequest())
+	close(release)
+	<-done
+	if honest.Code != http.StatusSwitchingProtocols {
+		t.Errorf("the honest upgrade while another's check ran: %d, want 101", honest.Code)
+	}
+	if flood.Code != http.StatusTooManyRequests {
+		t.Errorf("the flooding upgrade: %d, want 429", flood.Code)
+	}
+	if st := g.StateAt(t0); st.Sessions != 1 {
+		t.Errorf("sessions = %d, want 1 (the honest one)", st.Sessions)
 	}
 }

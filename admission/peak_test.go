@@ -63,35 +63,6 @@ func TestPeakAdmittedWithinBucket(t *testing.T) {
 	}
 }
 
-// Refund gives back the slot and the token, never above the burst.
-func TestRefund(t *testing.T) {
-	g := newGate(t, Config{Rate: 1, Burst: 2, MaxSessions: 5})
-	g.AdmitAt(t0)
-	g.AdmitAt(t0)
-	if d := g.AdmitAt(t0); d.Admitted {
-		t.Fatalf("third at once admitted: bucket of 2")
-	}
-	g.Refund()
-	if st := g.StateAt(t0); st.Sessions != 1 {
-		t.Errorf("sessions after a refund = %d, want 1", st.Sessions)
-	}
-	if d := g.AdmitAt(t0); !d.Admitted {
-		t.Fatalf("refunded token not there: %+v", d)
-	}
-	// Three refunds of two admissions: the bucket holds 2, sessions 0.
-	g.Refund()
-	g.Refund()
-	g.Refund()
-	for i := range 2 {
-		if d := g.AdmitAt(t0); !d.Admitted {
-			t.Fatalf("admission %d after refunds: %+v", i, d)
-		}
-	}
-	if d := g.AdmitAt(t0); d.Admitted {
-		t.Errorf("refunds filled the bucket over its burst")
-	}
-}
-
 // Decisions whose instants come out of order (read before the lock, in
 // another order than they took it) count at the bucket's clock, which
 // never steps back: the bound holds by the Gate's count.

@@ -402,11 +402,12 @@ func (a *app) startDisconnects(st *settings, logger *slog.Logger) error {
 // publicHandler is the public listener's routes: the WebSocket path
 // through the instance admission, then the handshake limiter and the
 // per-client session cap, to the STOMP server; health and readiness; the
-// demo page. The admission decides first, so that a busy instance's
-// refusal costs no Redis round trip, and gives its token back when the
-// limiter or the cap refuses (admission.MiddlewareConfig.Checks), so a
-// client refused for its own excess (429) never spends the instance's
-// tokens.
+// demo page. The admission looks first, so that a busy instance's
+// refusal costs no Redis round trip, and takes its token only when the
+// limiter and the cap let the handshake through
+// (admission.MiddlewareConfig.Checks), so a client refused for its own
+// excess (429) never holds the instance's tokens, not even while it is
+// being refused.
 func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Handler, error) {
 	ws, err := a.admit(a.stomp, func(next http.Handler) (http.Handler, error) {
 		capped, err := a.capHandshakes(e.zone, e.trusted, st.ipv6Prefix, logger, next)
