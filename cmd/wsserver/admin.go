@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -44,8 +45,12 @@ func (s *settings) validateAdmin() error {
 func (a *app) adminHandler(st *settings, logger *slog.Logger) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.registry, promhttp.HandlerOpts{}))
-	// The same readiness as the public listener's, for a probe that
-	// reaches the host only.
+	// The same liveness and readiness as the public listener's, for a
+	// probe that reaches the host only, and that no bound of the public
+	// listener (the accept rate in a storm, the admission) can refuse:
+	// an orchestrator that restarts a process whose liveness probe
+	// fails would otherwise restart an instance for being busy.
+	mux.HandleFunc("GET /healthz", serveHealth)
 	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -99,3 +104,9 @@ func (s *adminServer) shutdown(ctx context.Context) {
 
 // adminShutdownGrace bounds the admin listener's shutdown.
 const adminShutdownGrace = 2 * time.Second
+
+// serveHealth answers /healthz: 200 "ok" while the process serves HTTP,
+// draining or not.
+func serveHealth(w http.ResponseWriter, _ *http.Request) {
+	fmt.Fprintln(w, "ok")
+}

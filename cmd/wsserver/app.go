@@ -428,9 +428,7 @@ func (a *app) publicHandler(st *settings, e edge, logger *slog.Logger) (http.Han
 	}
 	mux := http.NewServeMux()
 	mux.Handle(st.wsPath, ws)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("GET /healthz", serveHealth)
 	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	if st.demo {
 		// The demo page, its assets and the session counts it polls.

@@ -25,7 +25,7 @@ func TestListenersSplit(t *testing.T) {
 	}{
 		{"defaults", nil, map[string][2]int{
 			"/metrics":      {http.StatusNotFound, http.StatusOK},
-			"/healthz":      {http.StatusOK, http.StatusNotFound},
+			"/healthz":      {http.StatusOK, http.StatusOK},
 			"/readyz":       {http.StatusOK, http.StatusOK},
 			"/":             {http.StatusOK, http.StatusNotFound},
 			"/debug/pprof/": {http.StatusNotFound, http.StatusNotFound},

@@ -85,7 +85,7 @@ func TestChartLint(t *testing.T) {
 
 // TestChartManifests: every manifest of both renderings decodes strictly
 // into its API type and passes the checks of Validate; and what makes the
-// rollout drain-aware holds: probes on the public port, a grace period
+// rollout drain-aware holds: probes on the admin port, a grace period
 // longer than the drain, -memory-limit at the given share of the
 // container's limit, a non-root read-only container, the admin port kept
 // off the public Service.
@@ -179,10 +179,11 @@ func checkStompgatePod(t *testing.T, m Manifests, full bool) {
 		}
 	}
 
-	// Readiness on /readyz and liveness on /healthz, on the public port.
+	// Readiness on /readyz and liveness on /healthz, on the admin port,
+	// which no bound of the public listener refuses in a storm.
 	for name, probe := range map[string]*corev1.Probe{"/readyz": c.ReadinessProbe, "/healthz": c.LivenessProbe} {
-		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port.StrVal != "http" {
-			t.Errorf("probe %s: %+v, want an HTTP GET of %s on port http", name, probe, name)
+		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != name || probe.HTTPGet.Port.StrVal != "admin" {
+			t.Errorf("probe %s: %+v, want an HTTP GET of %s on port admin", name, probe, name)
 		}
 	}
 	if env["WSSERVER_ADMIN_ADDR"] != ":8082" || env["WSSERVER_ADDR"] != ":8080" {
