@@ -110,6 +110,7 @@ type Metrics struct {
 	reconnect reconnectMetrics
 
 	admission admissionMetrics
+	listener  listenerMetrics
 
 	httpTimeouts []prometheus.Counter
 
@@ -153,6 +154,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildProcs(b)
 	m.buildRules(b)
 	m.buildAdmission(b)
+	m.buildListener(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err
