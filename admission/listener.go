@@ -124,6 +124,9 @@ type Listener struct {
 	perAddr bool     // the per-address share is tracked
 	track   bool     // pending connections are tracked at all
 	busy    [][]byte // prebuilt refusals, by Retry-After seconds (index 0 unused)
+	// deferred is whether the kernel hands connections over only once
+	// their first bytes arrived (deferAccept).
+	deferred bool
 
 	mu      sync.Mutex // guards everything below
 	tokens  float64
@@ -181,6 +184,9 @@ func NewListener(ln net.Listener, cfg ListenerConfig) (*Listener, error) {
 		perAddr:  cfg.MaxPendingPerAddr > 0,
 		track:    cfg.MaxPending > 0 || cfg.MaxPendingPerAddr > 0,
 	}
+	if cfg.Rate > 0 || l.track {
+		l.deferred = deferAccept(ln, cfg.PendingTimeout)
+	}
 	if l.track {
 		l.pending = make(map[netip.AddrPort]*pend)
 		l.byAddr = make(map[netip.Prefix]int)
@@ -198,6 +204,12 @@ func NewListener(ln net.Listener, cfg ListenerConfig) (*Listener, error) {
 
 // Config returns the configuration with its defaults filled in.
 func (l *Listener) Config() ListenerConfig { return l.cfg }
+
+// Deferred reports whether the kernel hands the listener's connections
+// over only once their first bytes arrived (Linux's TCP_DEFER_ACCEPT,
+// set by NewListener when a bound is on), so that a refusal answers a
+// request already sent.
+func (l *Listener) Deferred() bool { return l.deferred }
 
 // busyResponse is the whole refusal announcing secs.
 func busyResponse(secs int64) []byte {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,11 @@ func (r *listenerRig) dial(t *testing.T, from string) net.Conn {
 		t.Fatalf("dial from %s: %v", from, err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
+	// The first byte of a request: where the kernel defers accepting
+	// (TCP_DEFER_ACCEPT), a connection reaches Accept with its data.
+	if _, err := c.Write([]byte("G")); err != nil {
+		t.Fatalf("write from %s: %v", from, err)
+	}
 	return c
 }
 
@@ -185,6 +191,9 @@ func wantRefused(t *testing.T, r *listenerRig, want map[string]int, evicted int)
 // with the clock.
 func TestListenerRate(t *testing.T) {
 	r := newListenerRig(t, ListenerConfig{Rate: 2, Burst: 2})
+	if runtime.GOOS == "linux" && !r.l.Deferred() {
+		t.Error("TCP_DEFER_ACCEPT not set on Linux")
+	}
 	for range 2 {
 		c := r.dial(t, "127.0.0.1")
 		r.passed(t, c)

@@ -189,7 +189,7 @@ func dialWSFrom(t *testing.T, base, from string) (*websocket.Conn, *http.Respons
 	return ws, resp, nil
 }
 
-// One address holding connections open without a request is held to
+// One address holding connections open without a whole request is held to
 // its share of the pending bound: its next connection gets the prebuilt
 // 503, another address completes its handshake, and a place comes back
 // when one of the silent connections closes.
@@ -200,7 +200,15 @@ func TestAcceptPendingPerAddr(t *testing.T) {
 	msgs := subscribe(t, open, "/topic/pending")
 
 	const attacker = "127.0.0.77"
+	// Slow, not silent: where the kernel defers accepting until data
+	// arrives (TCP_DEFER_ACCEPT), a connection that sends nothing never
+	// reaches the listener at all.
 	silent := []net.Conn{dialRaw(t, base, attacker), dialRaw(t, base, attacker)}
+	for _, c := range silent {
+		if _, err := io.WriteString(c, "GET /ws HTTP/1.1\r\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	third := dialRaw(t, base, attacker)
 	if _, err := io.WriteString(third, rawUpgrade); err != nil {
 		t.Fatal(err)
