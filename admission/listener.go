@@ -292,6 +292,7 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 			l.byAddr[key]++
 		}
 		l.queue = append(l.queue, p)
+		l.compactLocked()
 	}
 	return "", evicted
 }
@@ -340,12 +341,26 @@ func (l *Listener) evictLocked(now time.Time) []net.Conn {
 }
 
 // compactLocked drops the released head of the queue once it is most of
-// it, so that the queue's memory follows the pending connections.
+// it, and the released entries behind a pending head once they are most
+// of the queue (a slow connection at the head would otherwise keep
+// every later one), so that the queue's memory follows the pending
+// connections: amortized O(1) per connection.
 func (l *Listener) compactLocked() {
-	if l.head > 64 && l.head*2 >= len(l.queue) {
+	switch {
+	case l.head > 64 && l.head*2 >= len(l.queue):
 		n := copy(l.queue, l.queue[l.head:])
 		clear(l.queue[n:])
 		l.queue = l.queue[:n]
+		l.head = 0
+	case len(l.queue)-l.head > 2*len(l.pending)+64:
+		live := l.queue[:0]
+		for _, p := range l.queue[l.head:] {
+			if !p.done {
+				live = append(live, p)
+			}
+		}
+		clear(l.queue[len(live):])
+		l.queue = live
 		l.head = 0
 	}
 }

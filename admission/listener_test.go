@@ -352,3 +352,35 @@ func TestListenerKey(t *testing.T) {
 		t.Errorf("IPv4-mapped key %v, want 10.0.0.1/32", c)
 	}
 }
+
+// The queue of pending connections keeps no more than a bounded
+// multiple of the pending ones, even behind one that never reports.
+func TestListenerQueueBounded(t *testing.T) {
+	l := &Listener{cfg: ListenerConfig{MaxPending: 1 << 20, PendingTimeout: time.Hour, Now: time.Now},
+		track: true, pending: map[netip.AddrPort]*pend{}, byAddr: map[netip.Prefix]int{}}
+	stuck := fakeConn{remote: &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 1}}
+	if r, _ := l.admit(stuck); r != "" {
+		t.Fatalf("refused %s", r)
+	}
+	for i := range 10_000 {
+		c := fakeConn{remote: &net.TCPAddr{IP: net.IPv4(10, 0, 1, byte(i%200)), Port: 1000 + i}}
+		if r, _ := l.admit(c); r != "" {
+			t.Fatalf("refused %s", r)
+		}
+		l.release(addrPort(c.remote))
+	}
+	if got := l.Pending(); got != 1 {
+		t.Errorf("Pending() = %d, want the stuck one", got)
+	}
+	if n := len(l.queue) - l.head; n > 2*1+64+1 {
+		t.Errorf("queue holds %d entries for 1 pending connection", n)
+	}
+}
+
+// fakeConn is a net.Conn with a remote address and nothing else.
+type fakeConn struct {
+	net.Conn
+	remote net.Addr
+}
+
+func (c fakeConn) RemoteAddr() net.Addr { return c.remote }
