@@ -129,9 +129,9 @@ func rawAnswer(t *testing.T, c net.Conn) string {
 // their WebSocket handshake, and the sessions already open keep working.
 func TestAcceptRateRefusesCheaply(t *testing.T) {
 	t.Parallel()
-	// Four connections at once, then one every ten seconds: the
-	// burst below cannot be refilled while it runs.
-	base := startBounded(t, "-accept-rate", "0.1", "-accept-burst", "4", "-admit-rate", "1000")
+	// Four connections at once, then one every hundred seconds: the
+	// burst below is not refilled while it runs.
+	base := startBounded(t, "-accept-rate", "0.01", "-accept-burst", "4", "-admit-rate", "1000")
 	sub := dialStomp(t, wsURL(base))
 	pub := dialStomp(t, wsURL(base))
 	msgs := subscribe(t, sub, "/topic/accept")
