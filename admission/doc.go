@@ -41,6 +41,23 @@
 // and the CONNECT's own checks, and sessions admitted apart may reach it
 // together when the instance's cores are busy.
 //
+// # Before HTTP
+//
+// A refusal of the Middleware comes after net/http has accepted the
+// connection, started its goroutine and read and parsed the request: in
+// a storm of ten thousand first attempts within a second, that work is
+// what the sessions already open wait behind. A Listener wraps the
+// public listener and bounds it before net/http: the connections handed
+// on per second (a token bucket of its own, ListenerConfig.Rate), and
+// those handed on that have not reached a handler yet
+// (ListenerConfig.MaxPending, with a share per client address and a
+// timeout past which the oldest are closed to make room). A connection
+// past a bound is answered at accept with a prebuilt 503, its
+// Retry-After drawn from the Gate's schedule, and closed: an accept, a
+// write and a close, no goroutine and nothing parsed. On Linux the
+// kernel hands a connection to Accept only once its first bytes arrived
+// (TCP_DEFER_ACCEPT), so the 503 answers a request the client has sent.
+//
 // # Retries that spread
 //
 // When an instance dies, its N clients reconnect to the ones left within

@@ -56,3 +56,29 @@ func TestAdmissionCollector(t *testing.T) {
 		}
 	}
 }
+
+func TestListenerCounters(t *testing.T) {
+	t.Parallel()
+	m, reg := newTestMetrics(t, Config{})
+	m.ListenerRefused(ListenerReasonOf("accept_rate"))
+	m.ListenerRefused(ListenerReasonOf("pending_addr"))
+	m.ListenerRefused(ListenerReasonOf("pending_addr"))
+	m.ListenerRefused(ListenerReasonOf("no such reason"))
+	m.ListenerEvicted()
+	for _, c := range []struct {
+		reason string
+		want   float64
+	}{
+		{"accept_rate", 1}, {"pending", 0}, {"pending_addr", 2}, {"other", 1},
+	} {
+		if got := sample(t, reg, "stompgate_listener_refused_total", "reason", c.reason); got != c.want {
+			t.Errorf("refused{%s} = %v, want %v", c.reason, got, c.want)
+		}
+	}
+	if got := sample(t, reg, "stompgate_listener_evicted_total"); got != 1 {
+		t.Errorf("evicted = %v, want 1", got)
+	}
+	var nilMetrics *Metrics
+	nilMetrics.ListenerRefused(ListenerRate)
+	nilMetrics.ListenerEvicted()
+}

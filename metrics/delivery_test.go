@@ -90,6 +90,7 @@ func TestBoundedCardinality(t *testing.T) {
 		2*len(principalLimitSourceLabels) + 1 + 1 + 1 + 1 + numConfirmResults + // principal limit decisions, round trips, store errors, evictions, fallback, confirmations
 		3*2 + len(reloadResultLabels) + // rule drops, latest-value replacements and subscriber cap refusals (default, other each), policy reloads
 		len(admissionReasonLabels) + 1 + // admission refusals, admissions
+		len(listenerReasonLabels) + 1 + // listener refusals, evictions
 		len(presenceOpLabels) + len(presenceFrameLabels) + len(presenceRefusalLabels) + 3 + // presence events, frames, refusals, truncated, store errors, dropped
 		len(deliveryPathLabels) + 1 // delivery latency by path (+ other), outbound queue wait
 	if got := seriesCount(t, reg); got != want {

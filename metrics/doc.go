@@ -353,6 +353,18 @@
 //     handshake limit counts every request to the WebSocket path.
 //   - stompgate_admission_admitted_total: handshakes let through, each
 //     holding a token and a slot.
+//   - stompgate_listener_refused_total{reason}: connections the public
+//     listener answered with a prebuilt 503 (jittered Retry-After,
+//     Connection: close) and closed at accept, before any HTTP:
+//     accept_rate (the -accept-rate bucket empty), pending
+//     (-max-pending-conns accepted and not yet past their request's
+//     headers), pending_addr (the client's address holds
+//     -max-pending-conns-per-addr of them). Not counted in
+//     stompgate_handshakes_total: no request was read.
+//   - stompgate_listener_evicted_total: pending connections closed past
+//     -pending-conn-timeout to make room for a new one while a pending
+//     bound was full (a client that sends nothing, or a stalled
+//     instance).
 //
 // Read at the scrape (NewAdmissionCollector):
 //

@@ -110,6 +110,7 @@ type Metrics struct {
 	reconnect reconnectMetrics
 
 	admission admissionMetrics
+	listener  listenerMetrics
 
 	httpTimeouts []prometheus.Counter
 
@@ -156,6 +157,7 @@ func New(reg prometheus.Registerer, cfg Config) (*Metrics, error) {
 	m.buildRules(b)
 	m.buildAdmission(b)
 	m.buildLatency(b)
+	m.buildListener(b)
 	if b.err != nil {
 		b.rollback()
 		return nil, b.err

@@ -33,6 +33,8 @@ func TestLabelsAreUnique(t *testing.T) {
 	checkUnique(t, "AppBacklogBounds", AppBacklogBounds())
 	checkUnique(t, "APIEndpoints", APIEndpoints())
 	checkUnique(t, "SpanResults", SpanResults())
+	checkUnique(t, "AdmissionReasons", AdmissionReasons())
+	checkUnique(t, "ListenerReasons", ListenerReasons())
 }
 
 func TestCloseCodes(t *testing.T) {

@@ -93,8 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if err != nil {
 		return fmt.Errorf("-addr %q: %w", st.addr, err)
 	}
-	hs := newHTTPServer(&st, a.handler, logger)
-	ln = countTimeouts(a.stomp.Listener(ln), hs, a.metrics)
+	hs, ln, err := a.publicServer(&st, ln, logger)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if st.tlsCert != "" {
 		certs, err := tlscert.New(tlscert.Config{CertFile: st.tlsCert, KeyFile: st.tlsKey, Logger: logger})
 		if err != nil {

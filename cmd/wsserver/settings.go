@@ -115,6 +115,7 @@ type settings struct {
 
 	principalLimitSettings // one principal's SENDs on every instance (principallimit.go)
 	admissionSettings      // the instance admission (admission.go)
+	acceptSettings         // the public listener's bounds (accept.go)
 	presenceSettings       // room members (presence.go)
 	tracingSettings        // OpenTelemetry spans (tracing.go)
 }
@@ -201,6 +202,7 @@ func (s *settings) flagSet(out io.Writer) *flag.FlagSet {
 	s.historyFlags(fs)
 	s.principalLimitFlags(fs)
 	s.admissionFlags(fs)
+	s.acceptFlags(fs)
 	s.presenceFlags(fs)
 	s.tracingFlags(fs)
 

@@ -31,8 +31,9 @@ var flagSections = []flagSection{
 		"reconnect-limit", "reconnect-window", "reconnect-ban",
 		"control-limit", "control-window", "inbound-frames", "inbound-bytes", "inbound-window",
 	}},
-	{"Admission: how many sessions this instance takes, how fast, and in how much memory", []string{
+	{"Admission: how many sessions this instance takes, how fast, in how much memory, and the connections it accepts", []string{
 		"max-sessions", "admit-rate", "admit-burst", "memory-limit", "memory-admit-threshold", "retry-after-max",
+		"accept-rate", "accept-burst", "max-pending-conns", "max-pending-conns-per-addr", "pending-conn-timeout",
 	}},
 	{"Sessions: frames, heart-beats, queues, transactions, presence and compression", []string{
 		"max-frame-size", "max-headers", "max-header-line", "max-subscriptions", "connect-timeout",

@@ -136,6 +136,9 @@ func (s *settings) validate() error {
 	if err := s.validateAdmission(); err != nil {
 		return err
 	}
+	if err := s.validateAccept(); err != nil {
+		return err
+	}
 	if !validPath(s.wsPath) {
 		return badSetting("ws-path", s.wsPath, `must be "/" followed by letters, digits and "-._~/"`)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +34,7 @@ type reconnectConfig struct {
 	settle        time.Duration
 	fillTimeout   time.Duration
 	concurrency   int
+	kernelStamps  bool
 }
 
 // Reconnect-storm bounds and defaults, each with its reason.
@@ -81,6 +81,7 @@ func (c *reconnectConfig) FlagSet(stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&c.settle, "settle", 3*time.Second, "how long the untouched sessions' latency is measured before A stops")
 	fs.DurationVar(&c.fillTimeout, "fill-timeout", 5*time.Minute, "how long the sessions may take to reach A")
 	fs.IntVar(&c.concurrency, "concurrency", 100, "simultaneous dials while filling A")
+	fs.BoolVar(&c.kernelStamps, "kernel-stamps", true, "on Linux, take the kernel's receive time of every read (SO_TIMESTAMPNS): arrivals are counted when each CONNECTED reached the client's socket, and each untouched latency is split into the server's part (stamp to the socket) and the tool's (socket to read); elsewhere ignored")
 	return fs
 }
 
@@ -154,7 +155,7 @@ type stormRun struct {
 
 	mu       sync.Mutex // guards attempts, arrivals and errs
 	attempts []attempt
-	arrivals []time.Time
+	arrivals []connected
 	errs     []string
 }
 
@@ -282,10 +283,14 @@ func (s *stormRun) runClient(ctx context.Context, i int) {
 		}
 		a.took = time.Since(a.at)
 		if err == nil {
-			now := time.Now()
+			// The last read of the dial brought the CONNECTED.
+			arr := connected{read: time.Now()}
+			if k, ok := nc.Stamps.Last(); ok {
+				arr.kernel = k
+			}
 			s.mu.Lock()
 			s.attempts = append(s.attempts, a)
-			s.arrivals = append(s.arrivals, now)
+			s.arrivals = append(s.arrivals, arr)
 			s.mu.Unlock()
 			s.back.Add(1)
 			holdSession(ctx, nc)
@@ -335,6 +340,7 @@ func reconnectStorm(ctx context.Context, cfg *reconnectConfig, stderr io.Writer)
 	dialer := func(url string) *client.Dialer {
 		d := NewDialer(&cfg.Common)
 		d.URL = url
+		d.KernelStamps = cfg.kernelStamps
 		return d
 	}
 	fillCtx, fillCancel := context.WithTimeout(runCtx, cfg.fillTimeout)
@@ -466,6 +472,7 @@ wait:
 				}
 			}
 		}
+		rr.ServerListenerRefused = listenerRefusals(before, after)
 	}
 	cancel()
 	s.clients.Wait()
@@ -473,10 +480,9 @@ wait:
 
 	rr.Lost, rr.Back = int(s.lost.Load()), int(s.back.Load())
 	s.mu.Lock()
-	arrivals := make([]time.Duration, len(s.arrivals))
-	for i, t := range s.arrivals {
-		arrivals[i] = t.Sub(stopAt)
-	}
+	stamped := cfg.kernelStamps && client.KernelStampsSupported
+	arrivals, read := arrivalTimes(s.arrivals, stopAt, stamped)
+	rr.fillSplit(s.arrivals, read, stamped)
 	var attemptTimes []time.Duration
 	took := report.NewHistogram()
 	for _, at := range s.attempts {
@@ -502,7 +508,6 @@ wait:
 	}
 	rr.Errors = s.errs
 	s.mu.Unlock()
-	slices.Sort(arrivals)
 	rr.Back99Seconds = backAt(arrivals, (rr.Lost*99+99)/100)
 	if rr.Back == rr.Lost {
 		rr.Back100Seconds = backAt(arrivals, rr.Lost)

@@ -101,6 +101,8 @@ type reconnectReport struct {
 	ServerHandshakes map[string]int64 `json:"server_handshakes,omitempty"`
 	// Errors are a few of the errors of the fill and the run.
 	Errors []string `json:"errors,omitempty"`
+	// reconnectSplit is what the kernel receive times add.
+	reconnectSplit
 }
 
 // untouchedReport is what B's own sessions saw.
@@ -116,26 +118,14 @@ type untouchedReport struct {
 	// received in each binWidth bin of the storm (0: none received):
 	// when they waited, against the arrivals and attempts.
 	StormMaxPer100ms []float64 `json:"storm_max_ms_per_100ms,omitempty"`
+	// untouchedSplit is the latencies' server and tool parts.
+	untouchedSplit
 }
 
 // slowBins summarises StormMaxPer100ms: the bins whose highest latency
 // was over limit, the first and the worst of them (their start, in s).
 func (u untouchedReport) slowBins(limit float64) (n int, first, worst float64) {
-	top := -1.0
-	for i, v := range u.StormMaxPer100ms {
-		if v <= limit {
-			continue
-		}
-		at := float64(i) * binWidth.Seconds()
-		if n == 0 {
-			first = at
-		}
-		n++
-		if v > top {
-			top, worst = v, at
-		}
-	}
-	return n, first, worst
+	return slowOf(u.StormMaxPer100ms, limit)
 }
 
 // backAt returns when the k-th earliest arrival came, in seconds; nil
@@ -290,6 +280,7 @@ func (r *reconnectReport) writeText(w io.Writer) {
 			untouchedSlow, n, len(u.StormMaxPer100ms), first, worst)
 	}
 	tw.Flush()
+	r.writeSplitText(w)
 	fmt.Fprintln(w)
 
 	if len(r.Refusals) > 0 {

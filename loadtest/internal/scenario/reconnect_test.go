@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stompgate/stompgate/loadtest/internal/client"
 )
 
 // buildWsserver builds cmd/wsserver into a temporary directory and
@@ -96,6 +98,7 @@ func runReconnectStorm(t *testing.T, cfg reconnectConfig) *reconnectReport {
 			t.Errorf("untouched highest latency per 100 ms tops at %v ms, want in (0, %v] (the storm's max)", top, u.Storm.Max)
 		}
 	}
+	checkStormSplit(t, r)
 	if r.ServerPeakAdmitted < 1 {
 		t.Errorf("B's peak admitted in 100 ms = %d, want at least 1: it admitted %d", r.ServerPeakAdmitted, r.Back)
 	}
@@ -116,6 +119,7 @@ func stormTestConfig(bin string, sessions int, serverArgs string) reconnectConfi
 		wsserver: bin, serverArgs: serverArgs,
 		sessions: sessions, untouched: 5, untouchedRate: 10,
 		stop: "kill", settle: 500 * time.Millisecond, fillTimeout: time.Minute, concurrency: 50,
+		kernelStamps: true,
 	}
 }
 
@@ -236,5 +240,65 @@ func TestUntouchedSlowBins(t *testing.T) {
 	}
 	if n, _, _ := (untouchedReport{}).slowBins(50); n != 0 {
 		t.Errorf("no bins: %d slow", n)
+	}
+}
+
+// checkStormSplit checks the figures kernel stamps add: every CONNECTED
+// and every untouched latency split, arrivals counted by kernel time no
+// later than their reads, and each latency's server part within it.
+func checkStormSplit(t *testing.T, r *reconnectReport) {
+	t.Helper()
+	if r.KernelStamps != client.KernelStampsSupported {
+		t.Fatalf("kernel stamps %v, want %v on this platform", r.KernelStamps, client.KernelStampsSupported)
+	}
+	if !r.KernelStamps {
+		return
+	}
+	if r.ConnectedUnstamped != 0 || r.ConnectedToolDelay == nil || r.ConnectedToolDelay.Count != int64(r.Back) {
+		t.Errorf("CONNECTEDs: %d unstamped, tool delay %+v; want all %d stamped", r.ConnectedUnstamped, r.ConnectedToolDelay, r.Back)
+	}
+	if got := sum(r.ArrivalsReadPer100ms); got != r.Back {
+		t.Errorf("arrivals as read add up to %d, want %d", got, r.Back)
+	}
+	// A CONNECTED reaches the socket before the tool reads it: counted
+	// by kernel time, the arrivals are never later.
+	if got := firstReaching(r.ArrivalsPer100ms, r.Back); got > firstReaching(r.ArrivalsReadPer100ms, r.Back) {
+		t.Errorf("all back at bin %d by kernel time, later than bin %d as read", got, firstReaching(r.ArrivalsReadPer100ms, r.Back))
+	}
+	u := r.Untouched
+	if u.Sessions > 0 {
+		if u.Split == 0 || u.Unsplit != 0 || u.StormServer == nil || u.StormTool == nil || u.BeforeServer == nil {
+			t.Errorf("untouched split %d, unsplit %d, storm server part %+v; want every latency split", u.Split, u.Unsplit, u.StormServer)
+		} else if u.StormServer.Max > u.Storm.Max || u.BeforeServer.Max > u.Before.Max {
+			t.Errorf("server part max %v / %v ms above the latency's %v / %v ms", u.StormServer.Max, u.BeforeServer.Max, u.Storm.Max, u.Before.Max)
+		}
+	}
+}
+
+// firstReaching returns the first bin by which the running sum of v
+// reaches n (len(v) when it never does).
+func firstReaching(v []int, n int) int {
+	s := 0
+	for i, x := range v {
+		s += x
+		if s >= n {
+			return i
+		}
+	}
+	return len(v)
+}
+
+// Connections past B's accept rate are refused at accept with the
+// prebuilt 503, which the clients read as a 503 with its Retry-After
+// and honour: every session still comes back.
+func TestReconnectStormAcceptBound(t *testing.T) {
+	bin := buildWsserver(t)
+	cfg := stormTestConfig(bin, 300, "-admit-rate 100 -admit-burst 5 -accept-rate 110 -accept-burst 5")
+	r := runReconnectStorm(t, cfg)
+	if r.ServerListenerRefused["accept_rate"] == 0 || r.Refusals["HTTP 503"] < int(r.ServerListenerRefused["accept_rate"]) {
+		t.Errorf("B refused %v at accept, the clients saw %v; want refusals at accept, each a 503", r.ServerListenerRefused, r.Refusals)
+	}
+	if r.RetryAfterHonoured == 0 || r.RetryAfterEarly != 0 {
+		t.Errorf("%d attempts after a Retry-After, %d early; want them honoured", r.RetryAfterHonoured, r.RetryAfterEarly)
 	}
 }

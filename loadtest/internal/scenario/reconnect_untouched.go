@@ -13,6 +13,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/stompgate/stompgate/loadtest/internal/client"
+	"github.com/stompgate/stompgate/loadtest/internal/load"
 	"github.com/stompgate/stompgate/loadtest/internal/report"
 	"github.com/stompgate/stompgate/stompframe"
 )
@@ -41,12 +42,18 @@ type untouched struct {
 	// by startStorm before the phase changes.
 	stormAt atomic.Int64
 
-	mu     sync.Mutex // guards before, storm and stormMax
+	mu     sync.Mutex // guards the histograms, the maxima and the counts below
 	before *hdrhistogram.Histogram
 	storm  *hdrhistogram.Histogram
 	// stormMax is the highest latency received in each binWidth bin
 	// of the storm, from stormAt: when the untouched sessions waited.
 	stormMax []time.Duration
+	// beforeServer, stormServer and stormTool are the server's and the
+	// tool's parts of the latencies (kernel stamps), stormServerMax the
+	// highest server part in each bin by the kernel's receive time.
+	beforeServer, stormServer, stormTool *hdrhistogram.Histogram
+	stormServerMax                       []time.Duration
+	split, unsplit, clamped              int64
 
 	opened       atomic.Int64
 	disconnected atomic.Int64
@@ -58,7 +65,8 @@ type untouched struct {
 const maxStormBins = 6000
 
 func newUntouched() *untouched {
-	return &untouched{base: time.Now(), before: report.NewHistogram(), storm: report.NewHistogram()}
+	return &untouched{base: time.Now(), before: report.NewHistogram(), storm: report.NewHistogram(),
+		beforeServer: report.NewHistogram(), stormServer: report.NewHistogram(), stormTool: report.NewHistogram()}
 }
 
 // startStorm begins the storm phase now.
@@ -140,7 +148,9 @@ func (u *untouched) read(ctx context.Context, c *client.Conn, hc *http.Client) {
 			}
 			return
 		}
-		now := time.Since(u.base)
+		readAt := time.Now()
+		now := readAt.Sub(u.base)
+		kernel, kernelOK := c.Stamps.Last()
 		c.Decoder.Feed(msg)
 		for {
 			f, err := c.Decoder.Next()
@@ -154,38 +164,61 @@ func (u *untouched) read(ctx context.Context, c *client.Conn, hc *http.Client) {
 			if err != nil {
 				continue
 			}
-			u.record(now, now-time.Duration(sent))
+			smp, clamped := load.SplitLatency(now-time.Duration(sent), readAt, kernel, kernelOK)
+			u.record(now, smp, clamped)
 		}
 	}
 }
 
-// record counts a latency d of a message received at now (time since
-// base).
-func (u *untouched) record(now, d time.Duration) {
-	var h *hdrhistogram.Histogram
+// record counts the latency s of a message read at now (time since
+// base), split by the kernel's receive time when s.Split.
+func (u *untouched) record(now time.Duration, s load.Sample, clamped bool) {
+	var h, hs *hdrhistogram.Histogram
 	phase := u.phase.Load()
 	switch phase {
 	case phaseBefore:
-		h = u.before
+		h, hs = u.before, u.beforeServer
 	case phaseStorm:
-		h = u.storm
+		h, hs = u.storm, u.stormServer
 	default:
 		return
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	report.RecordMicros(h, d.Microseconds())
+	report.RecordMicros(h, s.Total.Microseconds())
+	if s.Split {
+		u.split++
+		if clamped {
+			u.clamped++
+		}
+		report.RecordMicros(hs, s.Server.Microseconds())
+	} else {
+		u.unsplit++
+	}
 	if phase != phaseStorm {
 		return
 	}
-	bin := int((now - time.Duration(u.stormAt.Load())) / binWidth)
-	if bin < 0 || bin >= maxStormBins {
-		return
+	stormAt := time.Duration(u.stormAt.Load())
+	u.stormMax = growMax(u.stormMax, now-stormAt, s.Total)
+	if s.Split {
+		report.RecordMicros(u.stormTool, s.Tool.Microseconds())
+		// The message reached the socket s.Tool before it was read.
+		u.stormServerMax = growMax(u.stormServerMax, now-s.Tool-stormAt, s.Server)
 	}
-	for len(u.stormMax) <= bin {
-		u.stormMax = append(u.stormMax, 0)
+}
+
+// growMax raises the bin of at (from the storm's start) in m to d when
+// d is higher, growing m as needed; at outside the bins changes nothing.
+func growMax(m []time.Duration, at, d time.Duration) []time.Duration {
+	bin := int(at / binWidth)
+	if at < 0 || bin >= maxStormBins {
+		return m
 	}
-	u.stormMax[bin] = max(u.stormMax[bin], d)
+	for len(m) <= bin {
+		m = append(m, 0)
+	}
+	m[bin] = max(m[bin], d)
+	return m
 }
 
 // summary returns the report of the sessions once they have ended.
@@ -199,9 +232,26 @@ func (u *untouched) summary() untouchedReport {
 	if u.storm.TotalCount() > 0 {
 		r.Storm = report.Summarize(u.storm)
 	}
-	r.StormMaxPer100ms = make([]float64, len(u.stormMax))
-	for i, d := range u.stormMax {
-		r.StormMaxPer100ms[i] = report.Round3(float64(d.Microseconds()) / 1000)
+	r.StormMaxPer100ms = msOf(u.stormMax)
+	r.Split, r.Unsplit, r.Clamped = u.split, u.unsplit, u.clamped
+	if u.split > 0 {
+		if u.beforeServer.TotalCount() > 0 {
+			r.BeforeServer = report.Summarize(u.beforeServer)
+		}
+		if u.stormServer.TotalCount() > 0 {
+			r.StormServer = report.Summarize(u.stormServer)
+			r.StormTool = report.Summarize(u.stormTool)
+		}
+		r.StormServerMaxPer100ms = msOf(u.stormServerMax)
 	}
 	return r
+}
+
+// msOf converts durations to milliseconds for the report.
+func msOf(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = report.Round3(float64(d.Microseconds()) / 1000)
+	}
+	return out
 }
