@@ -21,6 +21,11 @@ import (
 // longer.
 const DefaultPendingTimeout = 2 * time.Second
 
+// MaxRateAddrs bounds the addresses a Listener counts for
+// ListenerConfig.RatePerAddr in one second: 65,536 windows of a few
+// words, a few MiB at most, whatever the addresses a flood claims.
+const MaxRateAddrs = 1 << 16
+
 // ListenerConfig configures a Listener. The zero value bounds nothing:
 // each bound is off until set.
 type ListenerConfig struct {
@@ -44,6 +49,14 @@ type ListenerConfig struct {
 	// TrustedProxies are not bounded by it (a proxy carries everyone's
 	// connections).
 	MaxPendingPerAddr int
+	// RatePerAddr is the most connections one client address (keyed as
+	// for MaxPendingPerAddr; TrustedProxies exempt) passes on in one
+	// second; more are refused at once without spending Rate, so that
+	// one address opening connections as fast as it can cannot empty
+	// the bucket for everyone else. Zero means no per-address bound;
+	// negative is an error. At most MaxRateAddrs addresses are counted
+	// at once: past them a new address is bounded by Rate alone.
+	RatePerAddr int
 	// PendingTimeout is how long a pending connection keeps its place
 	// while others wait for one: a new connection that finds a bound
 	// full first closes the pending connections older than this. Zero
@@ -121,7 +134,7 @@ type Listener struct {
 	net.Listener
 	cfg     ListenerConfig
 	burst   float64
-	perAddr bool     // the per-address share is tracked
+	perAddr bool     // the per-address share or rate is tracked
 	track   bool     // pending connections are tracked at all
 	busy    [][]byte // prebuilt refusals, by Retry-After seconds (index 0 unused)
 	// deferred is whether the kernel hands connections over only once
@@ -135,6 +148,17 @@ type Listener struct {
 	byAddr  map[netip.Prefix]int     // pending connections per address key
 	queue   []*pend                  // pending in accept order; done ones skipped
 	head    int                      // queue[head:] is live
+	// rateAddr counts each address's connections in its current
+	// one-second window (RatePerAddr); nil without that bound.
+	rateAddr map[netip.Prefix]*addrWindow
+	sweptAt  time.Time // when rateAddr was last swept of ended windows
+}
+
+// addrWindow is one address's count of connections passed on since
+// start.
+type addrWindow struct {
+	start time.Time
+	n     int
 }
 
 // pend is one pending connection.
@@ -159,6 +183,8 @@ func NewListener(ln net.Listener, cfg ListenerConfig) (*Listener, error) {
 		return nil, configErrorf("ListenerConfig.MaxPending %d is negative", cfg.MaxPending)
 	case cfg.MaxPendingPerAddr < 0:
 		return nil, configErrorf("ListenerConfig.MaxPendingPerAddr %d is negative", cfg.MaxPendingPerAddr)
+	case cfg.RatePerAddr < 0:
+		return nil, configErrorf("ListenerConfig.RatePerAddr %d is negative", cfg.RatePerAddr)
 	case cfg.PendingTimeout < 0:
 		return nil, configErrorf("ListenerConfig.PendingTimeout %v is negative", cfg.PendingTimeout)
 	case cfg.IPv6Prefix < 0 || cfg.IPv6Prefix > 128:
@@ -181,7 +207,7 @@ func NewListener(ln net.Listener, cfg ListenerConfig) (*Listener, error) {
 		cfg:      cfg,
 		burst:    float64(cfg.Burst),
 		tokens:   float64(cfg.Burst),
-		perAddr:  cfg.MaxPendingPerAddr > 0,
+		perAddr:  cfg.MaxPendingPerAddr > 0 || cfg.RatePerAddr > 0,
 		track:    cfg.MaxPending > 0 || cfg.MaxPendingPerAddr > 0,
 	}
 	if cfg.Rate > 0 || l.track {
@@ -190,6 +216,9 @@ func NewListener(ln net.Listener, cfg ListenerConfig) (*Listener, error) {
 	if l.track {
 		l.pending = make(map[netip.AddrPort]*pend)
 		l.byAddr = make(map[netip.Prefix]int)
+	}
+	if cfg.RatePerAddr > 0 {
+		l.rateAddr = make(map[netip.Prefix]*addrWindow)
 	}
 	maxSecs := int64(1)
 	if cfg.Gate != nil {
@@ -252,7 +281,7 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 	now := l.cfg.Now()
 	var ap netip.AddrPort
 	var key netip.Prefix
-	if l.track {
+	if l.track || l.rateAddr != nil {
 		ap = addrPort(c.RemoteAddr())
 		key = l.key(ap.Addr())
 	}
@@ -261,7 +290,7 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 	if l.track {
 		full := func() bool {
 			return (l.cfg.MaxPending > 0 && len(l.pending) >= l.cfg.MaxPending) ||
-				(key.IsValid() && l.byAddr[key] >= l.cfg.MaxPendingPerAddr)
+				(key.IsValid() && l.cfg.MaxPendingPerAddr > 0 && l.byAddr[key] >= l.cfg.MaxPendingPerAddr)
 		}
 		if full() {
 			evicted = l.evictLocked(now)
@@ -269,9 +298,14 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 		switch {
 		case l.cfg.MaxPending > 0 && len(l.pending) >= l.cfg.MaxPending:
 			return outcome.ListenerPending, evicted
-		case key.IsValid() && l.byAddr[key] >= l.cfg.MaxPendingPerAddr:
+		case key.IsValid() && l.cfg.MaxPendingPerAddr > 0 && l.byAddr[key] >= l.cfg.MaxPendingPerAddr:
 			return outcome.ListenerPendingAddr, evicted
 		}
+	}
+	// One address's excess is refused before it spends the bucket.
+	w := l.rateWindowLocked(key, now)
+	if w != nil && w.n >= l.cfg.RatePerAddr {
+		return outcome.ListenerRateAddr, evicted
 	}
 	if l.cfg.Rate > 0 {
 		l.refillLocked(now)
@@ -279,6 +313,9 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 			return outcome.ListenerRate, evicted
 		}
 		l.tokens--
+	}
+	if w != nil {
+		w.n++
 	}
 	if l.track && ap.IsValid() {
 		if old := l.pending[ap]; old != nil {
@@ -295,6 +332,40 @@ func (l *Listener) admit(c net.Conn) (reason string, evicted []net.Conn) {
 		l.compactLocked()
 	}
 	return "", evicted
+}
+
+// rateWindowLocked returns key's window of RatePerAddr at now, a new
+// one when its second is over; nil when the bound is off, key is
+// exempt, or MaxRateAddrs addresses are counted in live windows.
+func (l *Listener) rateWindowLocked(key netip.Prefix, now time.Time) *addrWindow {
+	if l.rateAddr == nil || !key.IsValid() {
+		return nil
+	}
+	w := l.rateAddr[key]
+	if w == nil {
+		if len(l.rateAddr) >= MaxRateAddrs {
+			// Sweep at most once a second, so that a flood of new
+			// addresses into a full table costs no sweep per accept.
+			if now.Sub(l.sweptAt) < time.Second {
+				return nil
+			}
+			l.sweptAt = now
+			for k, old := range l.rateAddr {
+				if now.Sub(old.start) >= time.Second {
+					delete(l.rateAddr, k)
+				}
+			}
+			if len(l.rateAddr) >= MaxRateAddrs {
+				return nil
+			}
+		}
+		w = &addrWindow{start: now}
+		l.rateAddr[key] = w
+	}
+	if now.Sub(w.start) >= time.Second {
+		w.start, w.n = now, 0
+	}
+	return w
 }
 
 // key is the per-address key of a, or an invalid prefix when a is not

@@ -211,6 +211,27 @@ func TestListenerRate(t *testing.T) {
 	wantRefused(t, r, map[string]int{outcome.ListenerRate: 2}, 0)
 }
 
+// One address passes at most RatePerAddr connections a second; its
+// excess is refused without spending the bucket, so another address
+// still gets in, and the address is let through again the next second.
+func TestListenerRatePerAddr(t *testing.T) {
+	r := newListenerRig(t, ListenerConfig{Rate: 4, Burst: 4, RatePerAddr: 2})
+	for range 2 {
+		r.passed(t, r.dial(t, "127.0.0.2"))
+	}
+	for range 3 {
+		refused(t, r.dial(t, "127.0.0.2"))
+	}
+	wantRefused(t, r, map[string]int{outcome.ListenerRateAddr: 3}, 0)
+	// The flooding address's refusals took no token: two are left.
+	for range 2 {
+		r.passed(t, r.dial(t, "127.0.0.3"))
+	}
+	r.clock.add(time.Second) // four tokens back, a new window
+	r.passed(t, r.dial(t, "127.0.0.2"))
+	wantRefused(t, r, map[string]int{outcome.ListenerRateAddr: 3}, 0)
+}
+
 // One address holds at most its share of the pending connections;
 // another address still gets in, a connection that ends or reaches the
 // handler gives its place back, and a stale one is evicted to make room.

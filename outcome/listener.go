@@ -12,10 +12,13 @@ const (
 	// ListenerPendingAddr: the client's address holds
 	// -max-pending-conns-per-addr of them.
 	ListenerPendingAddr = "pending_addr"
+	// ListenerRateAddr: the client's address passed its
+	// -accept-rate-per-addr connections in this second.
+	ListenerRateAddr = "accept_rate_addr"
 )
 
 // ListenerReasons returns every listener refusal reason. The slice is a
 // fresh copy.
 func ListenerReasons() []string {
-	return []string{ListenerRate, ListenerPending, ListenerPendingAddr}
+	return []string{ListenerRate, ListenerPending, ListenerPendingAddr, ListenerRateAddr}
 }

@@ -33,6 +33,19 @@ const acceptRateFactor = 2
 // second of -accept-rate.
 const acceptBurstFactor = 2
 
+// acceptRatePerAddrDivisor sizes the default -accept-rate-per-addr: a
+// tenth of -accept-rate, at least minAcceptRatePerAddr. One address
+// opening connections as fast as it can then takes a tenth of the
+// listener's rate at most, and it takes ten addresses to empty the
+// bucket for everyone else, where before one sufficed; a client's own
+// handshakes are bounded far lower by the handshake limit behind.
+const acceptRatePerAddrDivisor = 10
+
+// minAcceptRatePerAddr is the floor of the default
+// -accept-rate-per-addr: an office behind one NAT reconnecting together
+// after a deploy, with its page loads, gets through in a second.
+const minAcceptRatePerAddr = 20
+
 // defaultMaxPendingNoRate is the default -max-pending-conns without an
 // accept rate to derive it from: a thousand connections waiting for
 // their request's headers, more than an instance accepts in the time a
@@ -64,6 +77,7 @@ const (
 type acceptSettings struct {
 	acceptRate        float64
 	acceptBurst       int
+	acceptRatePerAddr int
 	maxPending        int
 	maxPendingPerAddr int
 	pendingTimeout    time.Duration
@@ -73,6 +87,7 @@ type acceptSettings struct {
 func (s *settings) acceptFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&s.acceptRate, "accept-rate", 0, "connections per second the public listener hands to HTTP; more are answered at accept with a prebuilt 503 and a Retry-After, written to the socket and closed, before any request is read (0: 2 × -admit-rate, none without an admission rate; -1: no bound)")
 	fs.IntVar(&s.acceptBurst, "accept-burst", 0, "connections handed to HTTP at once after a quiet spell, on top of -accept-rate (0: 2 × -admit-burst, or a tenth of a second of -accept-rate when more)")
+	fs.IntVar(&s.acceptRatePerAddr, "accept-rate-per-addr", 0, "of -accept-rate, the connections per second one client address passes (IPv6 by -ipv6-prefix; -trusted-proxies exempt); its excess gets the prebuilt 503 without spending the rate, so that one address cannot empty it for others (0: a tenth of -accept-rate, at least 20; -1: no bound)")
 	fs.IntVar(&s.maxPending, "max-pending-conns", 0, "connections accepted that have not sent their request's headers yet; more get the prebuilt 503 at accept (0: one second of -accept-rate, at least 64, or 1024 without an accept rate; -1: no bound)")
 	fs.IntVar(&s.maxPendingPerAddr, "max-pending-conns-per-addr", 0, "of -max-pending-conns, the most one client address holds (IPv6 by -ipv6-prefix; -trusted-proxies exempt; 0: 16); -1: no bound")
 	fs.DurationVar(&s.pendingTimeout, "pending-conn-timeout", admission.DefaultPendingTimeout, "while a pending bound is full, a new connection first closes the pending ones older than this (100ms to 1m)")
@@ -86,6 +101,8 @@ func (s *settings) validateAccept() error {
 		return badSetting("accept-rate", s.acceptRate, "must be -1 (no bound), 0 (derived) or positive")
 	case s.acceptBurst < 0:
 		return badSetting("accept-burst", s.acceptBurst, "must not be negative (0: derived)")
+	case s.acceptRatePerAddr < -1:
+		return badSetting("accept-rate-per-addr", s.acceptRatePerAddr, "must be -1 (no bound), 0 (derived) or positive")
 	case s.maxPending < -1:
 		return badSetting("max-pending-conns", s.maxPending, "must be -1 (no bound), 0 (derived) or positive")
 	case s.maxPendingPerAddr < -1:
@@ -115,6 +132,12 @@ func (s *settings) listenerConfig(gate *admission.Gate) (admission.ListenerConfi
 	}
 	if cfg.Rate > 0 && cfg.Burst == 0 {
 		cfg.Burst = max(acceptBurstFactor*gc.Burst, int(math.Ceil(cfg.Rate/10)))
+	}
+	switch {
+	case s.acceptRatePerAddr > 0:
+		cfg.RatePerAddr = s.acceptRatePerAddr
+	case s.acceptRatePerAddr == 0 && cfg.Rate > 0:
+		cfg.RatePerAddr = max(int(math.Ceil(cfg.Rate/acceptRatePerAddrDivisor)), minAcceptRatePerAddr)
 	}
 	switch {
 	case s.maxPending > 0:
@@ -168,7 +191,7 @@ func (a *app) acceptBounds(st *settings, ln net.Listener, logger *slog.Logger) (
 	}
 	c := l.Config()
 	logger.Info("accept bounds",
-		"accept_rate", c.Rate, "accept_burst", c.Burst, "max_pending_conns", c.MaxPending,
+		"accept_rate", c.Rate, "accept_burst", c.Burst, "accept_rate_per_addr", c.RatePerAddr, "max_pending_conns", c.MaxPending,
 		"max_pending_conns_per_addr", c.MaxPendingPerAddr, "pending_conn_timeout", c.PendingTimeout.String(),
 		"refusal", map[bool]string{true: "close (TLS)", false: "503"}[c.NoResponse])
 	return l, nil

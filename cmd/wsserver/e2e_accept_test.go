@@ -256,6 +256,7 @@ func TestAcceptSettingErrors(t *testing.T) {
 		{"negative burst", []string{"-accept-burst", "-1"}, nil, "-accept-burst"},
 		{"negative pending", []string{"-max-pending-conns", "-2"}, nil, "-max-pending-conns"},
 		{"negative share", []string{"-max-pending-conns-per-addr", "-2"}, nil, "-max-pending-conns-per-addr"},
+		{"negative rate per address", []string{"-accept-rate-per-addr", "-2"}, nil, "-accept-rate-per-addr"},
 		{"timeout too short", []string{"-pending-conn-timeout", "10ms"}, nil, "-pending-conn-timeout"},
 		{"timeout too long", []string{"-pending-conn-timeout", "2m"}, nil, "-pending-conn-timeout"},
 	})
@@ -266,17 +267,17 @@ func TestAcceptSettingErrors(t *testing.T) {
 // that by default they never refuse what its bucket would admit.
 func TestAcceptDefaults(t *testing.T) {
 	for _, c := range []struct {
-		args                    []string
-		rate                    float64
-		burst, pending, perAddr int
-		tls                     bool
+		args                             []string
+		rate                             float64
+		burst, pending, perAddr, rateAdr int
+		tls                              bool
 	}{
-		{[]string{"-admit-rate", "500", "-admit-burst", "10"}, 1000, 100, 1000, 16, false},
-		{[]string{"-admit-rate", "500", "-admit-burst", "80"}, 1000, 160, 1000, 16, false},
-		{[]string{"-admit-rate", "20"}, 40, 10, 64, 16, false},
-		{[]string{"-admit-rate", "-1"}, 0, 0, 1024, 16, false},
-		{[]string{"-admit-rate", "100", "-accept-rate", "300", "-max-pending-conns", "5", "-max-pending-conns-per-addr", "3"}, 300, 30, 5, 3, false},
-		{[]string{"-accept-rate", "-1", "-max-pending-conns", "-1", "-max-pending-conns-per-addr", "-1"}, 0, 0, 0, 0, false},
+		{[]string{"-admit-rate", "500", "-admit-burst", "10"}, 1000, 100, 1000, 16, 100, false},
+		{[]string{"-admit-rate", "500", "-admit-burst", "80"}, 1000, 160, 1000, 16, 100, false},
+		{[]string{"-admit-rate", "20"}, 40, 10, 64, 16, 20, false},
+		{[]string{"-admit-rate", "-1"}, 0, 0, 1024, 16, 0, false},
+		{[]string{"-admit-rate", "100", "-accept-rate", "300", "-max-pending-conns", "5", "-max-pending-conns-per-addr", "3", "-accept-rate-per-addr", "7"}, 300, 30, 5, 3, 7, false},
+		{[]string{"-accept-rate", "-1", "-max-pending-conns", "-1", "-max-pending-conns-per-addr", "-1", "-accept-rate-per-addr", "-1"}, 0, 0, 0, 0, 0, false},
 	} {
 		var st settings
 		if err := st.parse(c.args, func(string) string { return "" }, io.Discard); err != nil {
@@ -293,9 +294,9 @@ func TestAcceptDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.Rate != c.rate || cfg.Burst != c.burst || cfg.MaxPending != c.pending || cfg.MaxPendingPerAddr != c.perAddr || cfg.NoResponse != c.tls {
-			t.Errorf("%q: rate %v burst %d pending %d per address %d, want %v %d %d %d",
-				c.args, cfg.Rate, cfg.Burst, cfg.MaxPending, cfg.MaxPendingPerAddr, c.rate, c.burst, c.pending, c.perAddr)
+		if cfg.Rate != c.rate || cfg.Burst != c.burst || cfg.MaxPending != c.pending || cfg.MaxPendingPerAddr != c.perAddr || cfg.RatePerAddr != c.rateAdr || cfg.NoResponse != c.tls {
+			t.Errorf("%q: rate %v burst %d pending %d per address %d rate per address %d, want %v %d %d %d %d",
+				c.args, cfg.Rate, cfg.Burst, cfg.MaxPending, cfg.MaxPendingPerAddr, cfg.RatePerAddr, c.rate, c.burst, c.pending, c.perAddr, c.rateAdr)
 		}
 	}
 }

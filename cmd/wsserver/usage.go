@@ -33,7 +33,7 @@ var flagSections = []flagSection{
 	}},
 	{"Admission: how many sessions this instance takes, how fast, in how much memory, and the connections it accepts", []string{
 		"max-sessions", "admit-rate", "admit-burst", "memory-limit", "memory-admit-threshold", "retry-after-max",
-		"accept-rate", "accept-burst", "max-pending-conns", "max-pending-conns-per-addr", "pending-conn-timeout",
+		"accept-rate", "accept-burst", "accept-rate-per-addr", "max-pending-conns", "max-pending-conns-per-addr", "pending-conn-timeout",
 	}},
 	{"Sessions: frames, heart-beats, queues, transactions, presence and compression", []string{
 		"max-frame-size", "max-headers", "max-header-line", "max-subscriptions", "connect-timeout",
