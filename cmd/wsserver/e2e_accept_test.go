@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,57 +18,12 @@ import (
 	"github.com/stompgate/stompgate/internal/stomptest"
 )
 
-// startBounded is startApp served as run serves it: on a listener of its
-// own within the public listener's bounds (publicServer), so that
-// connections meet the accept-time refusals before net/http.
+// startBounded is startServing within the public listener's bounds
+// (publicServer), as run serves it, so that connections meet the
+// accept-time refusals before net/http.
 func startBounded(t *testing.T, args ...string) string {
 	t.Helper()
-	if !slices.Contains(args, "-policy") {
-		args = append([]string{"-policy", testPolicyFile(t)}, args...)
-	}
-	var st settings
-	if err := st.parse(args, func(string) string { return "" }, io.Discard); err != nil {
-		t.Fatalf("settings %q: %v", args, err)
-	}
-	if err := st.validate(); err != nil {
-		t.Fatalf("settings %q: %v", args, err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a, err := newApp(&st, logger)
-	if err != nil {
-		t.Fatalf("newApp %q: %v", args, err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		a.close()
-		t.Fatalf("listen: %v", err)
-	}
-	hs, ln, err := a.publicServer(&st, ln, logger)
-	if err != nil {
-		_ = ln.Close()
-		a.close()
-		t.Fatalf("publicServer: %v", err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln)
-	}()
-	admin := httptest.NewServer(a.admin)
-	base := "http://" + ln.Addr().String()
-	registerAdmin(t, base, admin.URL)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
-		defer cancel()
-		if err := a.stomp.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		_ = hs.Close()
-		<-served
-		admin.Close()
-		a.close()
-	})
-	return base
+	return serveAsRun(t, true, args...)
 }
 
 // rawUpgrade is a WebSocket handshake request as a client sends it.

@@ -30,6 +30,13 @@ import (
 // test ends.
 func startServing(t *testing.T, args ...string) string {
 	t.Helper()
+	return serveAsRun(t, false, args...)
+}
+
+// serveAsRun is startServing, within the public listener's bounds
+// (publicServer) when bounded.
+func serveAsRun(t *testing.T, bounded bool, args ...string) string {
+	t.Helper()
 	if !slices.Contains(args, "-policy") {
 		args = append([]string{"-policy", testPolicyFile(t)}, args...)
 	}
@@ -50,8 +57,17 @@ func startServing(t *testing.T, args ...string) string {
 		a.close()
 		t.Fatalf("listen: %v", err)
 	}
-	hs := newHTTPServer(&st, a.handler, logger)
-	ln = countTimeouts(ln, hs, a.metrics)
+	var hs *http.Server
+	if bounded {
+		if hs, ln, err = a.publicServer(&st, ln, logger); err != nil {
+			_ = ln.Close()
+			a.close()
+			t.Fatalf("publicServer: %v", err)
+		}
+	} else {
+		hs = newHTTPServer(&st, a.handler, logger)
+		ln = countTimeouts(ln, hs, a.metrics)
+	}
 	admin := httptest.NewServer(a.admin)
 	t.Cleanup(admin.Close)
 	registerAdmin(t, "http://"+ln.Addr().String(), admin.URL)
