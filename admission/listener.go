@@ -529,16 +529,21 @@ func (l *Listener) refuse(c net.Conn, reason string) {
 	if !l.cfg.NoResponse {
 		// A fresh socket's send buffer takes the few hundred bytes
 		// whole: the write does not wait.
-		_, _ = c.Write(l.response())
+		_, _ = c.Write(l.response(reason))
 	}
 	_ = c.Close()
 }
 
-// response returns the refusal to write, its Retry-After drawn from the
-// Gate's schedule, or over 1 to 2 s without a Gate.
-func (l *Listener) response() []byte {
+// response returns the refusal to write for reason. An instance-wide
+// refusal draws its Retry-After from the Gate's schedule; one address's
+// own excess (ListenerRateAddr, ListenerPendingAddr), or any refusal
+// without a Gate, gets 1 to 2 s: a flooding address, refused as fast as
+// it connects, would otherwise fill the schedule and push every other
+// client's Retry-After out.
+func (l *Listener) response(reason string) []byte {
 	var secs int64
-	if l.cfg.Gate != nil {
+	perAddr := reason == outcome.ListenerRateAddr || reason == outcome.ListenerPendingAddr
+	if l.cfg.Gate != nil && !perAddr {
 		secs = retryafter.Seconds(l.cfg.Gate.shedRetryAfter(l.cfg.Now()))
 	} else {
 		secs = retryafter.Between(1, 2, l.cfg.Rand)

@@ -316,6 +316,27 @@ func TestListenerRetryAfterFromGate(t *testing.T) {
 	}
 }
 
+// One address's own excess is told 1 to 2 s and kept out of the Gate's
+// schedule: a flood refused as fast as it connects does not push the
+// other clients' Retry-After out.
+func TestListenerPerAddrRetryAfterOutsideGate(t *testing.T) {
+	g, err := New(Config{Rate: 1, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newListenerRig(t, ListenerConfig{Rate: 100, Burst: 100, RatePerAddr: 1, Gate: g})
+	r.passed(t, r.dial(t, "127.0.0.2"))
+	for range 20 {
+		if secs := refused(t, r.dial(t, "127.0.0.2")); secs > 2 {
+			t.Fatalf("Retry-After %d for one address's excess, want 1 or 2", secs)
+		}
+	}
+	wantRefused(t, r, map[string]int{outcome.ListenerRateAddr: 20}, 0)
+	if got := g.StateAt(r.clock.Now()).Backlog; got != 0 {
+		t.Errorf("gate backlog = %d after one address's refusals, want 0", got)
+	}
+}
+
 // NoResponse closes a refused connection without a word.
 func TestListenerNoResponse(t *testing.T) {
 	r := newListenerRig(t, ListenerConfig{Rate: 1, Burst: 1, NoResponse: true})
