@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/syncbuf"
 	"github.com/stompgate/stompgate/internal/testredis"
 	"github.com/stompgate/stompgate/outcome"
 )
@@ -63,24 +63,6 @@ func (r *recorder) counts() (decisions, errs int, fallback []bool) {
 	return len(r.decisions), len(r.errs), append([]bool(nil), r.fallback...)
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fakeClock is a settable clock.
 type fakeClock struct {
 	mu  sync.Mutex
@@ -125,7 +107,7 @@ func TestNewLimiterConfig(t *testing.T) {
 // newFallbackLimiter returns a Limiter on a real Redis with a fake clock,
 // an observer and a captured log. Its background probe is off, so that
 // only the test's requests, at the fake clock's instants, try Redis.
-func newFallbackLimiter(t *testing.T, failClosed bool) (*Limiter, *testredis.Server, *fakeClock, *recorder, *syncBuffer) {
+func newFallbackLimiter(t *testing.T, failClosed bool) (*Limiter, *testredis.Server, *fakeClock, *recorder, *syncbuf.Buffer) {
 	t.Helper()
 	srv := testredis.Start(t)
 	client := newTestClient(t, srv.URL())
@@ -138,7 +120,7 @@ func newFallbackLimiter(t *testing.T, failClosed bool) (*Limiter, *testredis.Ser
 	}
 	clock := &fakeClock{now: t0}
 	rec := &recorder{}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	l, err := New(Config{
 		Redis:         rs,
 		FailClosed:    failClosed,

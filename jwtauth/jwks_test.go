@@ -1,7 +1,6 @@
 package jwtauth
 
 import (
-	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rsa"
@@ -22,6 +21,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/stompgate/stompgate/interceptor"
+	"github.com/stompgate/stompgate/internal/syncbuf"
 )
 
 // jwksServer serves a JWK set that a test can change, and counts the
@@ -137,25 +137,6 @@ func (e *jwksEvents) results() []string {
 	return slices.Clone(e.fetched)
 }
 
-// syncBuffer is a bytes.Buffer for a logger written from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // newJWKS builds a JWKS on cfg and waits for its first fetch; it is
 // closed when the test ends.
 func newJWKS(t *testing.T, cfg JWKSConfig) *JWKS {
@@ -268,7 +249,7 @@ func TestJWKSKeepsLastGoodKeys(t *testing.T) {
 	t.Parallel()
 	good := rsaJWK("r1", &rsaKey.PublicKey)
 	js := newJWKSServer(t, good)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	ev := &jwksEvents{}
 	url := strings.Replace(js.URL, "http://", "http://user:pw-SECRET@", 1) + "/jwks?api_key=q-SECRET"
 	j := newJWKS(t, JWKSConfig{

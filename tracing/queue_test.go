@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/stompgate/stompgate/internal/syncbuf"
 )
 
 // stuckExporter holds every export until release is closed, as a
@@ -81,31 +82,13 @@ func (e *failingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) 
 
 func (e *failingExporter) Shutdown(context.Context) error { return nil }
 
-// syncBuffer is a log destination safe for the exporter's goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Failed exports are counted, and logged once when they start and once
 // when they end, not once per batch.
 func TestExportFailuresLoggedOnce(t *testing.T) {
 	t.Parallel()
 	exp := &failingExporter{}
 	exp.fail.Store(true)
-	var log syncBuffer
+	var log syncbuf.Buffer
 	tr, err := New(Config{Exporter: exp, SampleRatio: 1, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -8,30 +8,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/stompgate/stompgate/internal/syncbuf"
 	"github.com/stompgate/stompgate/internal/testproc"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestOperatorLogs runs the program with JSON logs: start-up logs the
 // effective configuration with the secret masked, and a session's end is
@@ -40,7 +22,7 @@ func (s *syncBuffer) String() string {
 func TestOperatorLogs(t *testing.T) {
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
 	base := "http://" + addr
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

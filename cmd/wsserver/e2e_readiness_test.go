@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stompgate/stompgate/internal/syncbuf"
 	"github.com/stompgate/stompgate/internal/testproc"
 	"github.com/stompgate/stompgate/internal/testredis"
 )
@@ -71,7 +72,7 @@ func TestStartupDependencyLines(t *testing.T) {
 	app := testredis.Start(t)
 	addr := "127.0.0.1:" + strconv.Itoa(testproc.FreePort(t))
 	base := "http://" + addr
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

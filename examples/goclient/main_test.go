@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/stompgate/stompgate/examples/internal/wsservertest"
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/syncbuf"
 )
 
 // stepTimeout bounds each step of the tests; reaching it means the step
@@ -31,27 +30,8 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent
-// readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitOutput waits until out holds want.
-func waitOutput(t *testing.T, out *syncBuffer, want string) {
+func waitOutput(t *testing.T, out *syncbuf.Buffer, want string) {
 	t.Helper()
 	poll.Until(t, stepTimeout, func() error {
 		if !strings.Contains(out.String(), want) {
@@ -72,7 +52,7 @@ func TestClient(t *testing.T) {
 	const dest = "/topic/chat.lobby"
 	in, typed := io.Pipe()
 	defer typed.Close()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, interrupt := context.WithCancel(context.Background())
 	defer interrupt()
 	done := make(chan error, 1)
@@ -168,7 +148,7 @@ func TestClientToken(t *testing.T) {
 	}
 	for _, mode := range [][]string{{"-token", tok}, {"-token", tok, "-token-header"}} {
 		in, typed := io.Pipe()
-		var out syncBuffer
+		var out syncbuf.Buffer
 		ctx, interrupt := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- run(ctx, append([]string{"-url", srv.WS, "-heart-beat", "0"}, mode...), in, &out) }()
@@ -191,7 +171,7 @@ func TestClientToken(t *testing.T) {
 	// Without a token the server refuses the CONNECT.
 	in, typed := io.Pipe()
 	defer typed.Close()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	if err := run(context.Background(), []string{"-url", srv.WS, "-heart-beat", "0"}, in, &out); err == nil {
 		t.Fatalf("connected without a token to a server that requires one:\n%s", out.String())
 	}

@@ -8,17 +8,16 @@
 package testproc
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stompgate/stompgate/internal/poll"
+	"github.com/stompgate/stompgate/internal/syncbuf"
 )
 
 // ErrExited reports that the process ended before it was ready.
@@ -42,7 +41,7 @@ func FreePort(tb testing.TB) int {
 // called any number of times.
 type Process struct {
 	cmd *exec.Cmd
-	out lockedBuffer
+	out syncbuf.Buffer
 	// exited is closed once cmd has been waited for; cmd.ProcessState is
 	// set by then.
 	exited chan struct{}
@@ -120,22 +119,4 @@ func (p *Process) Stop(sig os.Signal, grace time.Duration) {
 		_ = p.cmd.Process.Kill()
 	}
 	<-p.exited
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writers and readers.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
